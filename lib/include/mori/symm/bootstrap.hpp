@@ -1,0 +1,95 @@
+// MPI bootstrap: rank, world, the node-local team, and collectives that never wait without a bound.
+//
+// Every collective here is built from non-blocking MPI calls polled against a deadline. On expiry it throws
+// TimeoutError naming the step and, on rank 0 (which gathers), the ranks that had not arrived.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mori::symm {
+
+// MPI_Init / MPI_Finalize for a tool's lifetime. Finalize never throws.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  // Ends the job after a failure: a bounded barrier so that every rank can print its own line, then
+  // MPI_Finalize if all arrived, else MPI_Abort with the code. Returns the code when the job ended cleanly.
+  int finish_with(int exit_code, double bound_s) noexcept;
+
+ private:
+  bool finalized_ = false;
+};
+
+class Bootstrap {
+ public:
+  // timeout_s bounds every wait. node_id_override: "" = none; else ranks with different ids form different
+  // teams even on one host (CI simulates several nodes this way). Env MORI_NODE_ID is read by the tools.
+  explicit Bootstrap(double timeout_s, const std::string& node_id_override = {},
+                     MPI_Comm comm = MPI_COMM_WORLD);
+  ~Bootstrap();
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int world() const noexcept { return world_; }
+  double timeout_s() const noexcept { return timeout_s_; }
+
+  // The load/store team: ranks of this node (after the override).
+  int team_rank() const noexcept { return team_rank_; }
+  int team_size() const noexcept { return static_cast<int>(team_.size()); }
+  const std::vector<int>& team() const noexcept { return team_; }  // global ranks, ascending
+  int team_rank_of(int global_rank) const noexcept { return team_index_[global_rank]; }  // -1 outside
+  int node_of(int global_rank) const noexcept { return node_[global_rank]; }
+  int num_nodes() const noexcept { return num_nodes_; }
+  // Ranks of this host that share the physical node (MPI_COMM_TYPE_SHARED), before any override.
+  int host_local_rank() const noexcept { return host_local_rank_; }
+  const std::vector<int>& pids() const noexcept { return pids_; }
+  const std::vector<std::string>& hosts() const noexcept { return hosts_; }
+
+  // Gathers `bytes` from every rank into all[world * bytes], in rank order.
+  void allgather(const std::string& step, const void* mine, void* all, std::size_t bytes);
+  void broadcast(const std::string& step, void* data, std::size_t bytes, int root);
+  // Barrier that reports the missing ranks on expiry (gather to rank 0, then release).
+  void barrier(const std::string& step);
+  // Barrier for timed loops: MPI_Ibarrier polled; on expiry it cannot say who is missing.
+  void barrier_fast(const std::string& step);
+
+  template <class T>
+  std::vector<T> allgather_value(const std::string& step, const T& mine) {
+    std::vector<T> all(static_cast<std::size_t>(world_));
+    allgather(step, &mine, all.data(), sizeof(T));
+    return all;
+  }
+
+  MPI_Comm comm() const noexcept { return comm_; }
+
+ private:
+  int next_tag();
+  // Polls reqs until done or deadline; peers[i] names the rank behind reqs[i].
+  void wait_all(const std::string& step, std::vector<MPI_Request>& reqs, const std::vector<int>& peers,
+                bool report_missing);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, world_ = 1;
+  double timeout_s_;
+  int tag_ = 0;
+  int team_rank_ = 0;
+  int num_nodes_ = 1;
+  int host_local_rank_ = 0;
+  std::vector<int> team_, team_index_, node_, pids_;
+  std::vector<std::string> hosts_;
+};
+
+// Checks an MPI call; the error names the call, the MPI error string, file:line and rank.
+void check_mpi(int rc, const char* call, const char* file, int line);
+#define MORI_CHECK_MPI(expr) ::mori::symm::check_mpi((expr), #expr, __FILE__, __LINE__)
+
+}  // namespace mori::symm

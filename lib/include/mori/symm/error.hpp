@@ -1,0 +1,66 @@
+// Typed errors of the library. Library code throws these; only a tool's main() maps them to exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace mori::symm {
+
+// Exit codes of every tool (DESIGN.md §6).
+enum class ExitCode : int { ok = 0, check_failed = 1, usage = 2, runtime = 3, timeout = 4 };
+
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ExitCode code() const noexcept { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+// Bad input: an option, a size, a mismatch between ranks. Exit 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(ExitCode::usage, what) {}
+};
+
+// A GPU, MPI or POSIX call failed. Carries the call text, where it was made, the API's error name and the
+// rank.
+class ApiError : public Error {
+ public:
+  ApiError(std::string call, const char* file, int line, std::string api_error, std::string detail = {});
+  const std::string& call() const noexcept { return call_; }
+  const std::string& api_error() const noexcept { return api_error_; }
+
+ private:
+  std::string call_;
+  std::string api_error_;
+};
+
+// A bounded wait ran out. Exit 4.
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& what) : Error(ExitCode::timeout, what) {}
+};
+
+// Wrong data or a failing check. Exit 1.
+class CheckFailed : public Error {
+ public:
+  explicit CheckFailed(const std::string& what) : Error(ExitCode::check_failed, what) {}
+};
+
+// Name of an errno value ("ENOENT"), never null.
+const char* errno_name(int err) noexcept;
+
+// "rank 3" once the bootstrap knows the rank, "rank ?" before.
+std::string rank_tag();
+void set_rank_tag(int rank) noexcept;
+
+}  // namespace mori::symm
+
+// Checks a POSIX call that returns -1 and sets errno on failure.
+#define MORI_CHECK_POSIX(expr)                                                                  \
+  do {                                                                                          \
+    if ((expr) == -1)                                                                           \
+      throw ::mori::symm::ApiError(#expr, __FILE__, __LINE__, ::mori::symm::errno_name(errno)); \
+  } while (0)

@@ -1,0 +1,55 @@
+// FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets (DESIGN.md §4).
+//
+// One socket per rank in the abstract namespace, named from a random per-job nonce that rank 0 broadcasts.
+// Each datagram carries one fd (SCM_RIGHTS) and {magic, nonce, sender rank, tag}. The receiver checks the
+// kernel-supplied credentials (SO_PASSCRED): same uid, and the pid that the job's bootstrap recorded for the
+// claimed sender. Anything else is dropped with a warning and the fd it carried is closed. Every wait is a
+// poll() against a deadline; messages may arrive in any order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mori::symm {
+
+using Nonce = std::array<std::uint8_t, 16>;
+
+class FdChannel {
+ public:
+  FdChannel(const Nonce& nonce, int rank, std::vector<int> job_pids, double timeout_s);
+  ~FdChannel();
+  FdChannel(const FdChannel&) = delete;
+  FdChannel& operator=(const FdChannel&) = delete;
+
+  static Nonce make_nonce();
+  // The abstract socket name of `rank` (without the leading NUL).
+  static std::string socket_name(const Nonce& nonce, int rank);
+
+  // Sends a duplicate-free copy of fd to peer (the caller keeps fd). Retries while the peer has not bound yet
+  // or its queue is full, until the deadline.
+  void send(int peer, int fd, std::uint32_t tag);
+  // One fd from each rank in `from` carrying `tag`; the result is ordered like `from`, and the caller owns
+  // the fds. Datagrams for other tags are kept for a later call.
+  std::vector<int> receive(const std::vector<int>& from, std::uint32_t tag, const std::string& step);
+
+  // Datagrams dropped so far (foreign, malformed, duplicate).
+  std::uint64_t rejected() const noexcept { return rejected_; }
+  int socket_fd() const noexcept { return sock_; }
+
+ private:
+  // Reads one datagram; returns true with (sender, tag, fd) if it passed every check.
+  bool read_one(int& sender, std::uint32_t& tag, int& fd);
+
+  int sock_ = -1;
+  int rank_;
+  Nonce nonce_;
+  std::vector<int> pids_;
+  double timeout_s_;
+  std::uint64_t rejected_ = 0;
+  std::map<std::pair<std::uint32_t, int>, int> pending_;  // (tag, sender) -> fd received early
+};
+
+}  // namespace mori::symm

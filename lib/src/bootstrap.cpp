@@ -1,0 +1,253 @@
+#include "mori/symm/bootstrap.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "mori/symm/error.hpp"
+#include "mori/symm/log.hpp"
+
+namespace mori::symm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string list_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+// Polling that stays cheap on oversubscribed machines: spin briefly, then yield, then sleep.
+void backoff(int& spins) {
+  ++spins;
+  if (spins < 64) return;
+  if (spins < 2048) {
+    sched_yield();
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+struct NodeKey {
+  char host[64];
+  char override_id[32];
+  std::int32_t shared_leader;  // lowest global rank of this rank's MPI_COMM_TYPE_SHARED communicator
+  std::int32_t pid;
+};
+
+}  // namespace
+
+void check_mpi(int rc, const char* call, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char buf[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, buf, &len);
+  throw ApiError(call, file, line, std::string(buf, static_cast<std::size_t>(len)));
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) MORI_CHECK_MPI(MPI_Init(argc, argv));
+  // Errors come back as codes, so that every failure is a typed exception with the call named.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() {
+  if (finalized_) return;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) MPI_Finalize();
+}
+
+int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (world == 1) return exit_code;
+  MPI_Request req;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(bound_s);
+    int done = 0, spins = 0;
+    while (!done && Clock::now() < deadline) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      backoff(spins);
+    }
+    if (done) return exit_code;  // every rank reached the end: MPI_Finalize in the destructor
+  }
+  spdlog::error("not every rank reached the end within {:.1f} s; aborting the job with exit code {}", bound_s,
+                exit_code);
+  spdlog::default_logger()->flush();
+  finalized_ = true;
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  return exit_code;
+}
+
+Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_Comm comm)
+    : timeout_s_(timeout_s) {
+  MORI_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MORI_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  MORI_CHECK_MPI(MPI_Comm_size(comm_, &world_));
+  log::set_rank(rank_);
+  if (node_id_override.size() >= sizeof(NodeKey::override_id))
+    throw UsageError("MORI_NODE_ID / --node-id: at most 31 characters");
+
+  MPI_Comm shared = MPI_COMM_NULL;
+  MORI_CHECK_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared));
+  MORI_CHECK_MPI(MPI_Comm_rank(shared, &host_local_rank_));
+  int leader = rank_;
+  MORI_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared));
+  MPI_Comm_free(&shared);
+
+  NodeKey mine{};
+  if (gethostname(mine.host, sizeof(mine.host) - 1) != 0) std::strcpy(mine.host, "unknown");
+  std::strncpy(mine.override_id, node_id_override.c_str(), sizeof(mine.override_id) - 1);
+  mine.shared_leader = leader;
+  mine.pid = static_cast<std::int32_t>(getpid());
+  auto keys = allgather_value("bootstrap.node-keys", mine);
+
+  node_.assign(static_cast<std::size_t>(world_), -1);
+  pids_.resize(static_cast<std::size_t>(world_));
+  hosts_.resize(static_cast<std::size_t>(world_));
+  std::map<std::pair<int, std::string>, int> ids;
+  for (int r = 0; r < world_; ++r) {
+    const auto& k = keys[static_cast<std::size_t>(r)];
+    auto key = std::make_pair(static_cast<int>(k.shared_leader), std::string(k.override_id));
+    auto [it, fresh] = ids.emplace(key, static_cast<int>(ids.size()));
+    node_[static_cast<std::size_t>(r)] = it->second;
+    pids_[static_cast<std::size_t>(r)] = k.pid;
+    hosts_[static_cast<std::size_t>(r)] = k.host;
+  }
+  num_nodes_ = static_cast<int>(ids.size());
+  team_index_.assign(static_cast<std::size_t>(world_), -1);
+  for (int r = 0; r < world_; ++r) {
+    if (node_[static_cast<std::size_t>(r)] == node_[static_cast<std::size_t>(rank_)]) {
+      team_index_[static_cast<std::size_t>(r)] = static_cast<int>(team_.size());
+      team_.push_back(r);
+    }
+  }
+  team_rank_ = team_index_[static_cast<std::size_t>(rank_)];
+}
+
+Bootstrap::~Bootstrap() {
+  if (comm_ != MPI_COMM_NULL) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Comm_free(&comm_);
+  }
+}
+
+int Bootstrap::next_tag() {
+  tag_ = (tag_ + 1) % 30000;
+  return 1000 + tag_;
+}
+
+void Bootstrap::wait_all(const std::string& step, std::vector<MPI_Request>& reqs,
+                         const std::vector<int>& peers, bool report_missing) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  int spins = 0;
+  while (true) {
+    int flag = 0;
+    MORI_CHECK_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE));
+    if (flag) return;
+    if (Clock::now() >= deadline) break;
+    backoff(spins);
+  }
+  std::vector<int> missing;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    int done = 0;
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE);
+    if (!done) missing.push_back(peers[i]);
+  }
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  std::string who = report_missing
+                        ? "ranks not arrived: " + list_ranks(missing)
+                        : "waiting on rank " + list_ranks(missing) + " (rank 0 names the missing ranks)";
+  throw TimeoutError("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " +
+                     rank_tag() + "; " + who);
+}
+
+void Bootstrap::allgather(const std::string& step, const void* mine, void* all, std::size_t bytes) {
+  const int tag = next_tag();
+  auto* out = static_cast<std::uint8_t*>(all);
+  const int n = static_cast<int>(bytes);
+  if (world_ == 1) {
+    std::memcpy(out, mine, bytes);
+    return;
+  }
+  if (rank_ == 0) {
+    std::memcpy(out, mine, bytes);
+    std::vector<MPI_Request> reqs(static_cast<std::size_t>(world_ - 1));
+    std::vector<int> peers(reqs.size());
+    for (int p = 1; p < world_; ++p) {
+      peers[static_cast<std::size_t>(p - 1)] = p;
+      MORI_CHECK_MPI(MPI_Irecv(out + static_cast<std::size_t>(p) * bytes, n, MPI_BYTE, p, tag, comm_,
+                               &reqs[static_cast<std::size_t>(p - 1)]));
+    }
+    wait_all(step, reqs, peers, true);
+    for (int p = 1; p < world_; ++p)
+      MORI_CHECK_MPI(
+          MPI_Isend(out, n * world_, MPI_BYTE, p, tag, comm_, &reqs[static_cast<std::size_t>(p - 1)]));
+    wait_all(step, reqs, peers, true);
+  } else {
+    std::vector<MPI_Request> reqs(2);
+    MORI_CHECK_MPI(MPI_Isend(mine, n, MPI_BYTE, 0, tag, comm_, &reqs[0]));
+    MORI_CHECK_MPI(MPI_Irecv(out, n * world_, MPI_BYTE, 0, tag, comm_, &reqs[1]));
+    wait_all(step, reqs, {0, 0}, false);
+  }
+}
+
+void Bootstrap::broadcast(const std::string& step, void* data, std::size_t bytes, int root) {
+  const int tag = next_tag();
+  const int n = static_cast<int>(bytes);
+  if (world_ == 1) return;
+  std::vector<MPI_Request> reqs;
+  std::vector<int> peers;
+  if (rank_ == root) {
+    for (int p = 0; p < world_; ++p) {
+      if (p == root) continue;
+      reqs.emplace_back();
+      peers.push_back(p);
+      MORI_CHECK_MPI(MPI_Isend(data, n, MPI_BYTE, p, tag, comm_, &reqs.back()));
+    }
+  } else {
+    reqs.emplace_back();
+    peers.push_back(root);
+    MORI_CHECK_MPI(MPI_Irecv(data, n, MPI_BYTE, root, tag, comm_, &reqs.back()));
+  }
+  wait_all(step, reqs, peers, rank_ == root);
+}
+
+void Bootstrap::barrier(const std::string& step) {
+  std::uint8_t one = 1;
+  std::vector<std::uint8_t> all(static_cast<std::size_t>(world_));
+  allgather(step, &one, all.data(), 1);
+}
+
+void Bootstrap::barrier_fast(const std::string& step) {
+  if (world_ == 1) return;
+  std::vector<MPI_Request> reqs(1);
+  MORI_CHECK_MPI(MPI_Ibarrier(comm_, &reqs[0]));
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  int flag = 0, spins = 0;
+  while (true) {
+    MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    if (Clock::now() >= deadline) break;
+    if (++spins > 4096) sched_yield();
+  }
+  throw TimeoutError("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " +
+                     rank_tag() + "; MPI_Ibarrier cannot say which ranks are missing");
+}
+
+}  // namespace mori::symm

@@ -1,0 +1,234 @@
+#include "mori/symm/fd_channel.hpp"
+
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <thread>
+
+#include "mori/symm/error.hpp"
+#include "mori/symm/log.hpp"
+
+namespace mori::symm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kMagic[8] = {'M', 'O', 'R', 'I', 'F', 'D', '0', '1'};
+
+struct Message {
+  char magic[8];
+  std::uint8_t nonce[16];
+  std::int32_t sender;
+  std::uint32_t tag;
+};
+
+socklen_t make_addr(const std::string& name, sockaddr_un& addr) {
+  std::memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  addr.sun_path[0] = '\0';
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+}
+
+}  // namespace
+
+Nonce FdChannel::make_nonce() {
+  Nonce n{};
+  std::size_t got = 0;
+  while (got < n.size()) {
+    ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    MORI_CHECK_POSIX(r);
+    got += static_cast<std::size_t>(r);
+  }
+  return n;
+}
+
+std::string FdChannel::socket_name(const Nonce& nonce, int rank) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = "mori-symm-";
+  for (auto b : nonce) {
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  return s + "-" + std::to_string(rank);
+}
+
+FdChannel::FdChannel(const Nonce& nonce, int rank, std::vector<int> job_pids, double timeout_s)
+    : rank_(rank), nonce_(nonce), pids_(std::move(job_pids)), timeout_s_(timeout_s) {
+  sock_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  MORI_CHECK_POSIX(sock_);
+  try {
+    int one = 1;
+    MORI_CHECK_POSIX(setsockopt(sock_, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
+    sockaddr_un addr{};
+    socklen_t len = make_addr(socket_name(nonce_, rank_), addr);
+    MORI_CHECK_POSIX(bind(sock_, reinterpret_cast<sockaddr*>(&addr), len));
+  } catch (...) {
+    close(sock_);
+    throw;
+  }
+}
+
+FdChannel::~FdChannel() {
+  for (auto& [key, fd] : pending_) close(fd);
+  if (sock_ >= 0) close(sock_);
+}
+
+void FdChannel::send(int peer, int fd, std::uint32_t tag) {
+  if (peer < 0 || peer >= static_cast<int>(pids_.size()))
+    throw UsageError("FdChannel::send: peer out of range");
+  Message m{};
+  std::memcpy(m.magic, kMagic, sizeof(kMagic));
+  std::memcpy(m.nonce, nonce_.data(), nonce_.size());
+  m.sender = rank_;
+  m.tag = tag;
+  iovec iov{&m, sizeof(m)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  sockaddr_un addr{};
+  socklen_t alen = make_addr(socket_name(nonce_, peer), addr);
+  msghdr msg{};
+  msg.msg_name = &addr;
+  msg.msg_namelen = alen;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  while (true) {
+    ssize_t r = sendmsg(sock_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r == static_cast<ssize_t>(sizeof(m))) return;
+    const int err = errno;
+    const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
+                                 err == ENOENT || err == EINTR || err == ENOBUFS);
+    if (!retry)
+      throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
+                     "to rank " + std::to_string(peer));
+    if (Clock::now() >= deadline)
+      throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
+                         std::to_string(timeout_s_) + " s on " + rank_tag() + " (last error " +
+                         errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
+  Message m{};
+  iovec iov{&m, sizeof(m)};
+  // Room for a few fds and the credentials: a hostile sender may attach more than one fd.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8) + CMSG_SPACE(sizeof(ucred))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t r = recvmsg(sock_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    throw ApiError("recvmsg", __FILE__, __LINE__, errno_name(errno));
+  }
+  std::vector<int> fds;
+  bool have_cred = false;
+  ucred cred{};
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const std::size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < n; ++i) {
+        int f;
+        std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        fds.push_back(f);
+      }
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+      std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+      have_cred = true;
+    }
+  }
+  std::string why;
+  if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
+    why = "truncated datagram";
+  else if (r != static_cast<ssize_t>(sizeof(m)) || std::memcmp(m.magic, kMagic, sizeof(kMagic)) != 0)
+    why = "malformed payload";
+  else if (std::memcmp(m.nonce, nonce_.data(), nonce_.size()) != 0)
+    why = "wrong job nonce";
+  else if (!have_cred)
+    why = "no sender credentials";
+  else if (cred.uid != geteuid())
+    why = "sender uid " + std::to_string(cred.uid) + " is not ours";
+  else if (m.sender < 0 || m.sender >= static_cast<int>(pids_.size()))
+    why = "sender rank out of range";
+  else if (cred.pid != pids_[static_cast<std::size_t>(m.sender)])
+    why = "sender pid " + std::to_string(cred.pid) + " is not rank " + std::to_string(m.sender) + "'s";
+  else if (fds.size() != 1)
+    why = "carried " + std::to_string(fds.size()) + " fds, expected 1";
+  else if (pending_.count({m.tag, m.sender}))
+    why = "duplicate from rank " + std::to_string(m.sender);
+  if (!why.empty()) {
+    for (int f : fds) close(f);
+    ++rejected_;
+    spdlog::warn("FdChannel: dropped a datagram from pid {}: {} ({} fd(s) closed)", have_cred ? cred.pid : -1,
+                 why, fds.size());
+    return false;
+  }
+  sender = m.sender;
+  tag = m.tag;
+  fd = fds[0];
+  return true;
+}
+
+std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t tag,
+                                    const std::string& step) {
+  std::vector<int> out(from.size(), -1);
+  std::size_t remaining = from.size();
+  auto take_pending = [&] {
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      if (out[i] >= 0) continue;
+      auto it = pending_.find({tag, from[i]});
+      if (it != pending_.end()) {
+        out[i] = it->second;
+        pending_.erase(it);
+        --remaining;
+      }
+    }
+  };
+  auto fail = [&](const std::string& what) {
+    for (int f : out)
+      if (f >= 0) close(f);
+    throw TimeoutError(what);
+  };
+  take_pending();
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  while (remaining > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      std::string missing;
+      for (std::size_t i = 0; i < from.size(); ++i)
+        if (out[i] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(from[i]);
+      fail("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " + rank_tag() +
+           "; no fd arrived from ranks " + missing);
+    }
+    pollfd p{sock_, POLLIN, 0};
+    int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (pr < 0 && errno != EINTR) MORI_CHECK_POSIX(pr);
+    if (pr <= 0) continue;
+    int sender = -1, fd = -1;
+    std::uint32_t t = 0;
+    while (read_one(sender, t, fd)) {
+      pending_[{t, sender}] = fd;
+    }
+    take_pending();
+  }
+  return out;
+}
+
+}  // namespace mori::symm

@@ -1,0 +1,60 @@
+#include "cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace mori::symm::cuda {
+namespace {
+
+Driver g_driver;
+std::string g_error;
+bool g_ok = false;
+
+void load_once() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    g_error = std::string("no NVIDIA driver: dlopen(libcuda.so.1) failed: ") + (e ? e : "unknown");
+    return;
+  }
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get_proc) {
+    g_error = "the NVIDIA driver is too old: no cuGetProcAddress_v2 (CUDA 12 or newer needed)";
+    return;
+  }
+  // Each entry point is asked for in the ABI version of the headers we were built with.
+#define MORI_CUDA_LOAD(name)                                                                          \
+  {                                                                                                   \
+    void* fn = nullptr;                                                                               \
+    CUdriverProcAddressQueryResult q{};                                                               \
+    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) { \
+      g_error = "the NVIDIA driver lacks " #name " (driver older than CUDA " +                        \
+                std::to_string(CUDA_VERSION) + "?)";                                                  \
+      return;                                                                                         \
+    }                                                                                                 \
+    g_driver.name = reinterpret_cast<decltype(g_driver.name)>(fn);                                    \
+  }
+  MORI_CUDA_DRIVER_CALLS(MORI_CUDA_LOAD)
+#undef MORI_CUDA_LOAD
+  g_ok = true;
+}
+
+}  // namespace
+
+const Driver* load_driver(std::string* why) {
+  static std::once_flag once;
+  std::call_once(once, load_once);
+  if (!g_ok) {
+    if (why) *why = g_error;
+    return nullptr;
+  }
+  return &g_driver;
+}
+
+const Driver& driver() {
+  return g_driver;
+}
+
+}  // namespace mori::symm::cuda

@@ -1,0 +1,113 @@
+// One header that absorbs the differences between the HIP platforms this project builds for:
+// ROCm's HIP (AMD, any ROCm from 5.7) and the project's own HIP-on-CUDA mapping (NVIDIA).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#if defined(MORI_GPU_CUDA)
+#include "hip_on_cuda.hpp"
+#else
+#include <hip/hip_runtime_api.h>
+#include <hip/hip_version.h>
+#endif
+
+namespace mori::symm::compat {
+
+#if defined(MORI_GPU_CUDA)
+constexpr bool kIsCuda = true;
+constexpr const char* kPlatformName = "cuda";
+#else
+constexpr bool kIsCuda = false;
+constexpr const char* kPlatformName = "amd";
+#endif
+
+// Loads what the platform loads at run time. False with *why when unusable.
+inline bool load(std::string* why) {
+#if defined(MORI_GPU_CUDA)
+  return cuda::load_driver(why) != nullptr;
+#else
+  (void)why;
+  return true;
+#endif
+}
+
+// Fabric handles: HIP_FABRIC_API-less ROCm lacks the enum value; the driver value is 0x8 everywhere, and the
+// handle is a 64-byte blob.
+#if defined(MORI_GPU_CUDA) || defined(HIP_FABRIC_API)
+constexpr hipMemAllocationHandleType kFabricHandleType = hipMemHandleTypeFabric;
+#else
+constexpr hipMemAllocationHandleType kFabricHandleType = static_cast<hipMemAllocationHandleType>(0x8);
+#endif
+constexpr std::size_t kFabricBlobBytes = 64;
+
+// hipMemImportFromShareableHandle takes the fd by value from ROCm 7.1 (as CUDA does), by pointer before.
+inline hipError_t import_fd(hipMemGenericAllocationHandle_t* h, int fd) {
+#if defined(MORI_GPU_CUDA) || (defined(HIP_VERSION) && HIP_VERSION >= 70100000)
+  return hipMemImportFromShareableHandle(h, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                                         hipMemHandleTypePosixFileDescriptor);
+#else
+  return hipMemImportFromShareableHandle(h, &fd, hipMemHandleTypePosixFileDescriptor);
+#endif
+}
+
+// The driver's own claims about the handle types; AMD has no such attributes (-1 = no attribute).
+inline int attribute_posix_fd(int dev) {
+#if defined(MORI_GPU_CUDA)
+  int v = 0;
+  return hipDeviceGetAttribute(&v, hipDeviceAttributeHandleTypePosixFdSupported, dev) == hipSuccess ? v : -1;
+#else
+  (void)dev;
+  return -1;
+#endif
+}
+inline int attribute_fabric(int dev) {
+#if defined(MORI_GPU_CUDA)
+  int v = 0;
+  return hipDeviceGetAttribute(&v, hipDeviceAttributeHandleTypeFabricSupported, dev) == hipSuccess ? v : -1;
+#else
+  (void)dev;
+  return -1;
+#endif
+}
+
+// "sm_90" on NVIDIA, "gfx942" on AMD.
+inline std::string arch(int dev) {
+#if defined(MORI_GPU_CUDA)
+  int major = 0, minor = 0;
+  hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, dev);
+  hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, dev);
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+#else
+  hipDeviceProp_t p{};
+  if (hipGetDeviceProperties(&p, dev) != hipSuccess) return "unknown";
+  std::string s = p.gcnArchName;
+  return s.substr(0, s.find(':'));  // "gfx942:sramecc+:xnack-" -> "gfx942"
+#endif
+}
+
+inline std::string runtime_version() {
+#if defined(MORI_GPU_CUDA)
+  return "hip-on-cuda (driver API, no CUDA runtime)";
+#else
+  int v = 0;
+  if (hipRuntimeGetVersion(&v) != hipSuccess) return "hip (version unknown)";
+  return "hip " + std::to_string(v);
+#endif
+}
+
+// Uncached (fine-grained) VMM memory: AMD has hipMemAllocationTypeUncached from ROCm 6.x; CUDA has none.
+inline bool uncached_supported(std::string* note) {
+#if defined(MORI_GPU_CUDA)
+  *note = "not on this platform (CUDA VMM has no uncached allocation type)";
+  return false;
+#elif defined(HIP_VERSION) && HIP_VERSION >= 60200000
+  *note = "hipMemAllocationTypeUncached";
+  return true;
+#else
+  *note = "not in this ROCm version (needs ROCm 6.2)";
+  return false;
+#endif
+}
+
+}  // namespace mori::symm::compat
