@@ -1,0 +1,53 @@
+// What every tool shares: the common options (DESIGN.md §6), the MPI session, runtime selection, and the one
+// place where typed errors become exit codes. Apps stay thin: declare options, validate, call the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mori/symm/bootstrap.hpp"
+#include "mori/symm/runtime.hpp"
+
+namespace mori::symm {
+
+struct CommonOptions {
+  std::string json;  // "" = none, "-" = stdout
+  std::string backend = "auto";
+  int device = -1;  // -1 = node-local rank modulo the device count
+  double timeout_s = 60;
+  std::string log_level;
+  std::string node_id;  // simulated node (env MORI_NODE_ID)
+};
+
+struct ToolEnv {
+  std::string tool;
+  std::vector<std::string> argv;
+  CommonOptions common;
+  std::unique_ptr<Bootstrap> boot;
+  std::unique_ptr<Runtime> rt;
+  std::string runtime_notice;  // why the host runtime was chosen under --backend auto
+  std::string gpu_unavailable;  // why no GPU runtime, when the host runtime is used
+  int device = 0;
+  bool is_root() const { return !boot || boot->rank() == 0; }
+};
+
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  std::function<void(CLI::App&)> declare;  // tool options
+  std::function<void()> validate;          // after parsing, before MPI traffic or allocation; throws UsageError
+  std::function<int(ToolEnv&)> body;       // returns the exit code
+  bool needs_runtime = true;
+};
+
+// Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
+int tool_main(int argc, char** argv, const ToolSpec& spec);
+
+// Throws UsageError if `path` cannot be written (its folder is missing or not writable). "-" and "" pass.
+void check_output_path(const std::string& option, const std::string& path);
+
+}  // namespace mori::symm

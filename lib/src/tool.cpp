@@ -1,0 +1,116 @@
+#include "mori/symm/tool.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "mori/symm/error.hpp"
+#include "mori/symm/log.hpp"
+#include "mori/symm/version.hpp"
+
+namespace mori::symm {
+
+void check_output_path(const std::string& option, const std::string& path) {
+  if (path.empty() || path == "-") return;
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw UsageError(option + ": '" + path + "' is a directory, not a file");
+  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw UsageError(option + ": folder '" + dir.string() + "' does not exist");
+  if (access(dir.c_str(), W_OK) != 0) throw UsageError(option + ": folder '" + dir.string() + "' is not writable");
+  if (fs::exists(p, ec) && access(p.c_str(), W_OK) != 0)
+    throw UsageError(option + ": '" + path + "' exists and is not writable");
+}
+
+namespace {
+
+void add_common(CLI::App& app, CommonOptions& o) {
+  app.add_option("--json", o.json, "Write the JSON report to PATH ('-' = stdout)");
+  app.add_option("--backend", o.backend, "Runtime: auto | gpu | host")->capture_default_str();
+  app.add_option("--device", o.device, "Device index (default: node-local rank modulo device count)");
+  app.add_option("--timeout-s", o.timeout_s, "Bound on every wait, in seconds")->capture_default_str();
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|off (default $MORI_LOG_LEVEL or info)");
+  app.add_option("--node-id", o.node_id, "Simulated node id (default $MORI_NODE_ID): ranks of different ids "
+                                         "are different load/store teams");
+}
+
+void validate_common(CommonOptions& o) {
+  if (!(o.timeout_s > 0) || !std::isfinite(o.timeout_s) || o.timeout_s > 86400)
+    throw UsageError("--timeout-s: must be in (0, 86400] seconds");
+  if (o.device < -1 || o.device > 1023) throw UsageError("--device: must be in 0..1023");
+  parse_backend(o.backend);
+  check_output_path("--json", o.json);
+  if (o.node_id.empty()) {
+    const char* env = std::getenv("MORI_NODE_ID");
+    if (env) o.node_id = env;
+  }
+  if (o.node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
+}
+
+}  // namespace
+
+int tool_main(int argc, char** argv, const ToolSpec& spec) {
+  MpiSession session(&argc, &argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  ToolEnv env;
+  env.tool = spec.name;
+  for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);
+  int code = 0;
+  double end_bound = 10;
+  try {
+    log::init();
+    log::set_rank(world_rank);
+    CLI::App app(spec.description, spec.name);
+    app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " + git_revision() + ")");
+    add_common(app, env.common);
+    if (spec.declare) spec.declare(app);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      if (world_rank == 0) std::printf("%s", app.help().c_str());
+      return session.finish_with(0, end_bound);
+    } catch (const CLI::CallForVersion& e) {
+      if (world_rank == 0) std::printf("%s\n", e.what());
+      return session.finish_with(0, end_bound);
+    } catch (const CLI::ParseError& e) {
+      throw UsageError(e.what());
+    }
+    validate_common(env.common);
+    log::init(env.common.log_level);
+    log::set_rank(world_rank);
+    if (spec.validate) spec.validate();
+    end_bound = std::min(env.common.timeout_s, 10.0);
+
+    env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
+    if (spec.needs_runtime) {
+      env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
+      if (!env.runtime_notice.empty()) {
+        if (env.is_root()) spdlog::info("{}", env.runtime_notice);
+        env.gpu_unavailable = env.runtime_notice;
+      }
+      const int n = env.rt->device_count();
+      env.device = env.common.device >= 0 ? env.common.device : env.boot->host_local_rank() % n;
+      if (env.device >= n)
+        throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
+                         std::to_string(n) + " device(s))");
+      env.rt->set_device(env.device);
+    }
+    code = spec.body(env);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    code = static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    code = static_cast<int>(ExitCode::runtime);
+  }
+  // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
+  env.rt.reset();
+  env.boot.reset();
+  return session.finish_with(code, end_bound);
+}
+
+}  // namespace mori::symm
