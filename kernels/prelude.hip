@@ -1,0 +1,68 @@
+// Device prelude: the few platform differences, so one kernel source compiles with NVRTC and hiprtc.
+// Prepended to every kernel file by the JIT (and hashed into its cache key). No includes: the runtime
+// compilers ship no standard headers.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#if defined(MORI_KERNEL_PLATFORM_cuda)
+// ---- NVIDIA (NVRTC) ------------------------------------------------------------------------------------------
+#define MORI_WAVE_SIZE 32
+extern "C" __device__ int printf(const char*, ...);
+__device__ __forceinline__ u64 mori_now_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
+// Store with system-scope release semantics, visible to other processes' kernels on the same or another GPU.
+__device__ __forceinline__ void mori_store_release_sys(u32* p, u32 v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
+// Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
+__device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
+__device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
+__device__ __forceinline__ void mori_trap() { __trap(); }
+#elif defined(MORI_KERNEL_PLATFORM_amd)
+// ---- AMD (hiprtc) ---------------------------------------------------------------------------------------------
+#define MORI_WAVE_SIZE warpSize
+#define MORI_WALLCLOCK_HZ 100000000ull
+__device__ __forceinline__ u64 mori_now_ns() { return wall_clock64() * (1000000000ull / MORI_WALLCLOCK_HZ); }
+__device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
+__device__ __forceinline__ void mori_store_release_sys(u32* p, u32 v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
+__device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
+  __builtin_nontemporal_store(v.x, &p->x);
+  __builtin_nontemporal_store(v.y, &p->y);
+  __builtin_nontemporal_store(v.z, &p->z);
+  __builtin_nontemporal_store(v.w, &p->w);
+}
+__device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return *p; }
+__device__ __forceinline__ void mori_trap() { __builtin_trap(); }
+#else
+#error "compile with -DMORI_KERNEL_PLATFORM_cuda or -DMORI_KERNEL_PLATFORM_amd"
+#endif
+
+// The verification pattern: unique per (source rank, destination rank, 32-bit word), top bit clear so that
+// it never equals the 0xFFFFFFFF poison. The host runtime computes the same function (a2a.cpp).
+__device__ __forceinline__ u32 mori_pattern(u32 src, u32 dst, u64 word) {
+  u64 x = (static_cast<u64>(src) << 48) ^ (static_cast<u64>(dst) << 32) ^ word;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<u32>(x) & 0x7fffffffu;
+}

@@ -1,0 +1,103 @@
+// Kernel JIT (DESIGN.md §5): kernels/*.hip compiled at first use for the exact device by NVRTC or hiprtc,
+// with a shared on-disk cache that several processes can fill at once.
+//
+// Cache entry: <root>/<arch>_<platform>/<key>/{image.bin, names.txt, manifest}; key = hash of every source
+// byte (the prelude included), the compiler and its version, the options and the instantiations. Entries are
+// published by an atomic rename; a per-key flock makes N processes compile each entry once. A truncated or
+// corrupt entry (manifest size/hash mismatch) is rebuilt. A root that is not ours or is group/world-writable
+// is refused, and an unwritable one is skipped: both compile in memory with one warning.
+//
+// Environment: MORI_JIT_CACHE_DIR, MORI_DISABLE_JIT=1 (fail unless cached), MORI_JIT_VERBOSE=1 (commands and
+// timings), MORI_GPU_ARCHS (override the arch; a list for precompiling), MORI_KERNEL_DIR (kernel sources).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mori/symm/report.hpp"
+#include "mori/symm/runtime.hpp"
+
+namespace mori::symm {
+
+namespace detail {
+class RuntimeCompiler;
+}
+
+// One compilation unit: a kernel file and the template instantiations to emit from it.
+struct KernelSpec {
+  std::string file;                         // e.g. "a2a.hip" (the prelude is prepended)
+  std::vector<std::string> instantiations;  // e.g. "a2a_push<1, 1>"
+};
+
+struct JitEntryStats {
+  std::string file;
+  std::string key;
+  std::string source;  // "compiled" | "cache" | "memory"
+  double ms = 0;
+};
+
+struct CompiledKernels {
+  std::vector<char> image;
+  std::map<std::string, std::string> lowered;  // instantiation -> symbol
+  std::string key;
+};
+
+class Jit {
+ public:
+  // arch: "sm_90", "gfx942"; platform: "cuda" | "amd". Loads the matching runtime compiler lazily.
+  Jit(std::string arch, std::string platform);
+  ~Jit();
+  Jit(const Jit&) = delete;
+  Jit& operator=(const Jit&) = delete;
+
+  // From the cache, or compiled (and cached). Throws ApiError on a compile error or with MORI_DISABLE_JIT=1.
+  CompiledKernels get(const KernelSpec& spec);
+  // The cache key of a spec without compiling (needs the compiler's version).
+  std::string key_of(const KernelSpec& spec);
+
+  const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
+  Json stats_json() const;
+  std::string cache_dir() const;  // "" when compiling in memory
+  std::string compiler_version();
+
+ private:
+  detail::RuntimeCompiler& compiler();
+  std::string source_of(const KernelSpec& spec) const;
+  std::vector<std::string> options();
+
+  std::string arch_, platform_;
+  std::unique_ptr<detail::RuntimeCompiler> rtc_;
+  std::string root_;  // <root>/<arch>_<platform>, or "" = in memory
+  std::string memory_reason_;
+  std::vector<JitEntryStats> stats_;
+};
+
+// Every kernel the suite uses, with its instantiations: what MORI_PRECOMPILE=1 and precompiling build.
+std::vector<KernelSpec> kernel_catalog();
+
+// Folder of the kernel sources: $MORI_KERNEL_DIR, <exe>/../share/mori/kernels, the source tree.
+std::string kernel_dir();
+// The arch a kernel should be built for on `device`: MORI_GPU_ARCHS's first entry, else what the device
+// reports.
+std::string target_arch(Runtime& rt, int device);
+// 64-bit FNV-1a, in hex, over several strings (each length-prefixed).
+std::string hash_hex(const std::vector<std::string>& parts);
+
+// Loaded kernels: a module in a runtime plus functions by instantiation name. Unloads in the destructor.
+class KernelModule {
+ public:
+  KernelModule(Runtime& rt, const CompiledKernels& k);
+  ~KernelModule();
+  KernelModule(const KernelModule&) = delete;
+  KernelModule& operator=(const KernelModule&) = delete;
+  Function function(const std::string& instantiation) const;
+
+ private:
+  Runtime& rt_;
+  Module module_ = nullptr;
+  std::map<std::string, Function> functions_;
+};
+
+}  // namespace mori::symm

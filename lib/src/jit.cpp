@@ -1,0 +1,393 @@
+#include "mori/symm/jit.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mori/symm/detail/rtc.hpp"
+#include "mori/symm/error.hpp"
+#include "mori/symm/log.hpp"
+
+namespace mori::symm {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return false;
+  std::string s(v);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  throw UsageError(std::string(name) + ": '" + s +
+                   "' is not a boolean (accepted: 1, 0, true, false, yes, no)");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const void* data, std::size_t n) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  MORI_CHECK_POSIX(fd);
+  const char* p = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      close(fd);
+      throw ApiError("write(" + path + ")", __FILE__, __LINE__, errno_name(err));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (fsync(fd) != 0) {
+    int err = errno;
+    close(fd);
+    throw ApiError("fsync(" + path + ")", __FILE__, __LINE__, errno_name(err));
+  }
+  close(fd);
+}
+
+// A folder we may load code from: ours, and writable by nobody else. Empty string = fine, else why not.
+std::string unsafe_reason(const std::string& dir) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return std::string("cannot stat: ") + errno_name(errno);
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  if (st.st_uid != geteuid()) return "owned by uid " + std::to_string(st.st_uid) + ", not by us";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+  return {};
+}
+
+std::string random_suffix() {
+  std::uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+    r = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  return std::to_string(getpid()) + "-" + std::to_string(r);
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Serialised lowered names: one "instantiation\tsymbol" per line.
+std::string names_text(const std::map<std::string, std::string>& lowered) {
+  std::string s;
+  for (auto& [k, v] : lowered) s += k + "\t" + v + "\n";
+  return s;
+}
+
+bool parse_names(const std::string& text, std::map<std::string, std::string>& out) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    out[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return true;
+}
+
+std::string manifest_text(const std::string& image, const std::string& names) {
+  return "image " + std::to_string(image.size()) + " " + hash_hex({image}) + "\nnames " +
+         std::to_string(names.size()) + " " + hash_hex({names}) + "\n";
+}
+
+}  // namespace
+
+std::string hash_hex(const std::vector<std::string>& parts) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* data, std::size_t n) {
+    auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= p[i];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& s : parts) {
+    const std::uint64_t n = s.size();
+    mix(&n, sizeof(n));
+    mix(s.data(), s.size());
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::vector<KernelSpec> kernel_catalog() {
+  return {
+      {"a2a.hip",
+       {"a2a_push<0, 0>", "a2a_push<0, 1>", "a2a_push<1, 0>", "a2a_push<1, 1>", "a2a_fill", "a2a_verify"}}};
+}
+
+std::string kernel_dir() {
+  if (const char* d = std::getenv("MORI_KERNEL_DIR"); d && *d) {
+    if (!fs::is_directory(d)) throw UsageError(std::string("MORI_KERNEL_DIR: '") + d + "' is not a folder");
+    return d;
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share" / "mori" / "kernels";
+    if (fs::exists(installed / "prelude.hip", ec)) return installed.string();
+  }
+#ifdef MORI_SOURCE_KERNEL_DIR
+  if (fs::exists(fs::path(MORI_SOURCE_KERNEL_DIR) / "prelude.hip", ec)) return MORI_SOURCE_KERNEL_DIR;
+#endif
+  throw ApiError(
+      "kernel_dir", __FILE__, __LINE__, "KERNELS_NOT_FOUND",
+      "no kernel sources: set MORI_KERNEL_DIR, or install the tools with their share/mori/kernels");
+}
+
+std::string target_arch(Runtime& rt, int device) {
+  if (const char* a = std::getenv("MORI_GPU_ARCHS"); a && *a) {
+    std::string s(a);
+    return s.substr(0, s.find(','));
+  }
+  return rt.device_info(device).arch;
+}
+
+Jit::Jit(std::string arch, std::string platform) : arch_(std::move(arch)), platform_(std::move(platform)) {
+  if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
+  std::string root;
+  if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
+    root = d;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    root = std::string(home) + "/.mori/jit";
+  }
+  if (root.empty()) {
+    memory_reason_ = "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set)";
+  } else {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) {
+      memory_reason_ = "cannot create " + root + ": " + ec.message();
+    } else if (auto why = unsafe_reason(root); !why.empty()) {
+      memory_reason_ = "refusing cache folder " + root + ": " + why;
+    } else if (access(root.c_str(), W_OK) != 0) {
+      memory_reason_ = "cache folder " + root + " is not writable";
+    } else {
+      root_ = root + "/" + arch_ + "_" + platform_;
+      if (mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) {
+        memory_reason_ = "cannot create " + root_ + ": " + errno_name(errno);
+        root_.clear();
+      } else if (auto why2 = unsafe_reason(root_); !why2.empty()) {
+        memory_reason_ = "refusing cache folder " + root_ + ": " + why2;
+        root_.clear();
+      }
+    }
+  }
+  if (root_.empty()) spdlog::warn("jit: compiling in memory: {}", memory_reason_);
+}
+
+Jit::~Jit() = default;
+
+detail::RuntimeCompiler& Jit::compiler() {
+  if (!rtc_) {
+    std::string why;
+    rtc_ = platform_ == "amd" ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+    if (!rtc_) throw ApiError("load runtime compiler", __FILE__, __LINE__, "RTC_UNAVAILABLE", why);
+    if (env_on("MORI_JIT_VERBOSE"))
+      spdlog::info("jit: {} {} from {}", rtc_->name(), rtc_->version(), rtc_->library());
+  }
+  return *rtc_;
+}
+
+std::string Jit::compiler_version() {
+  return compiler().name() + " " + compiler().version();
+}
+
+std::vector<std::string> Jit::options() {
+  std::vector<std::string> o = {compiler().arch_option(arch_), "-std=c++17",
+                                "-DMORI_KERNEL_PLATFORM_" + platform_};
+  if (platform_ == "cuda") o.push_back("--use_fast_math");
+  return o;
+}
+
+std::string Jit::source_of(const KernelSpec& spec) const {
+  const std::string dir = kernel_dir();
+  if (spec.file.find('/') != std::string::npos) throw UsageError("kernel file names carry no folder");
+  return read_file(dir + "/prelude.hip") + "\n#line 1 \"" + spec.file + "\"\n" +
+         read_file(dir + "/" + spec.file);
+}
+
+std::string Jit::key_of(const KernelSpec& spec) {
+  std::vector<std::string> parts = {source_of(spec), compiler().name(), compiler().version(), arch_,
+                                    platform_};
+  for (const auto& o : options()) parts.push_back(o);
+  for (const auto& i : spec.instantiations) parts.push_back(i);
+  return hash_hex(parts) + hash_hex({parts[0], spec.file});
+}
+
+std::string Jit::cache_dir() const {
+  return root_;
+}
+
+CompiledKernels Jit::get(const KernelSpec& spec) {
+  const bool verbose = env_on("MORI_JIT_VERBOSE");
+  const bool disabled = env_on("MORI_DISABLE_JIT");
+  const std::string source = source_of(spec);
+  CompiledKernels out;
+  out.key = key_of(spec);
+  const auto t0 = Clock::now();
+
+  auto compile = [&](const char* where) {
+    if (disabled)
+      throw ApiError(
+          "jit " + spec.file, __FILE__, __LINE__, "JIT_DISABLED",
+          "MORI_DISABLE_JIT=1 and no cached entry " + out.key + (root_.empty() ? "" : " under " + root_));
+    if (verbose)
+      spdlog::info("jit: compiling {} [{}] for {} ({}) key {}", spec.file, spec.instantiations.size(), arch_,
+                   where, out.key);
+    auto r = compiler().compile(source, spec.file, spec.instantiations, options());
+    if (!r.log.empty() && verbose) spdlog::info("jit: compiler log for {}:\n{}", spec.file, r.log);
+    out.image = std::move(r.image);
+    out.lowered = std::move(r.lowered);
+    if (verbose) spdlog::info("jit: compiled {} in {:.1f} ms", spec.file, ms_since(t0));
+  };
+
+  if (root_.empty()) {
+    compile("in memory");
+    stats_.push_back({spec.file, out.key, "memory", ms_since(t0)});
+    return out;
+  }
+
+  const std::string entry = root_ + "/" + out.key;
+  auto try_load = [&]() -> bool {
+    std::error_code ec;
+    if (!fs::exists(entry, ec)) return false;
+    std::string why = unsafe_reason(entry);
+    std::string image, names, manifest;
+    if (why.empty()) {
+      try {
+        image = read_file(entry + "/image.bin");
+        names = read_file(entry + "/names.txt");
+        manifest = read_file(entry + "/manifest");
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
+    std::map<std::string, std::string> lowered;
+    if (why.empty() && manifest != manifest_text(image, names))
+      why = "size or hash does not match its manifest";
+    if (why.empty() && !parse_names(names, lowered)) why = "names.txt is malformed";
+    for (const auto& inst : spec.instantiations)
+      if (why.empty() && !lowered.count(inst)) why = "lacks " + inst;
+    if (!why.empty()) {
+      spdlog::warn("jit: cache entry {} is unusable ({}); rebuilding it", entry, why);
+      const std::string trash = root_ + "/.trash-" + random_suffix();
+      if (rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
+      return false;
+    }
+    out.image.assign(image.begin(), image.end());
+    out.lowered = std::move(lowered);
+    return true;
+  };
+
+  if (try_load()) {
+    stats_.push_back({spec.file, out.key, "cache", ms_since(t0)});
+    if (verbose) spdlog::info("jit: loaded {} from cache in {:.2f} ms", spec.file, stats_.back().ms);
+    return out;
+  }
+  // One process compiles; the others wait on the lock (bounded by the compile itself) and then load.
+  const std::string lock_path = root_ + "/" + out.key + ".lock";
+  int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  MORI_CHECK_POSIX(lock);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      flock(fd, LOCK_UN);
+      close(fd);
+    }
+  } unlock{lock};
+  const auto deadline = Clock::now() + std::chrono::seconds(300);
+  while (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) MORI_CHECK_POSIX(-1);
+    if (Clock::now() > deadline)
+      throw TimeoutError("jit: waited 300 s for another process compiling " + spec.file + " (lock " +
+                         lock_path + ")");
+    usleep(2000);
+  }
+  if (try_load()) {
+    stats_.push_back({spec.file, out.key, "cache", ms_since(t0)});
+    return out;
+  }
+  compile("cold");
+  // Publish: write a private folder, then rename it into place in one step.
+  const std::string tmp = root_ + "/.tmp-" + out.key + "-" + random_suffix();
+  try {
+    MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
+    const std::string names = names_text(out.lowered);
+    const std::string image(out.image.begin(), out.image.end());
+    write_file(tmp + "/image.bin", image.data(), image.size());
+    write_file(tmp + "/names.txt", names.data(), names.size());
+    const std::string manifest = manifest_text(image, names);
+    write_file(tmp + "/manifest", manifest.data(), manifest.size());
+    if (rename(tmp.c_str(), entry.c_str()) != 0) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
+    }
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    spdlog::warn("jit: could not publish {} to the cache: {}", spec.file, e.what());
+  }
+  stats_.push_back({spec.file, out.key, "compiled", ms_since(t0)});
+  return out;
+}
+
+Json Jit::stats_json() const {
+  Json j;
+  double cold = 0, load = 0;
+  Json entries = Json::array();
+  for (const auto& s : stats_) {
+    (s.source == "cache" ? load : cold) += s.ms;
+    entries.push_back({{"file", s.file}, {"key", s.key}, {"source", s.source}, {"ms", s.ms}});
+  }
+  j["arch"] = arch_;
+  j["compiler"] = rtc_ ? rtc_->name() + " " + rtc_->version() : "not loaded";
+  j["cache_dir"] = root_.empty() ? Json(nullptr) : Json(root_);
+  if (!memory_reason_.empty()) j["in_memory_reason"] = memory_reason_;
+  j["cold_compile_ms"] = cold;
+  j["cache_load_ms"] = load;
+  j["entries"] = entries;
+  return j;
+}
+
+KernelModule::KernelModule(Runtime& rt, const CompiledKernels& k) : rt_(rt) {
+  module_ = rt_.module_load(k.image);
+  try {
+    for (const auto& [inst, sym] : k.lowered) functions_[inst] = rt_.module_function(module_, sym);
+  } catch (...) {
+    rt_.module_unload(module_);
+    throw;
+  }
+}
+
+KernelModule::~KernelModule() {
+  rt_.module_unload(module_);
+}
+
+Function KernelModule::function(const std::string& inst) const {
+  auto it = functions_.find(inst);
+  if (it == functions_.end())
+    throw ApiError("KernelModule::function(" + inst + ")", __FILE__, __LINE__, "NOT_FOUND");
+  return it->second;
+}
+
+}  // namespace mori::symm
