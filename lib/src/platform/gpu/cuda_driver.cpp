@@ -7,6 +7,7 @@
 namespace mori::symm::cuda {
 namespace {
 
+constexpr int kDriverAbi = 12000;
 Driver g_driver;
 std::string g_error;
 bool g_ok = false;
@@ -24,12 +25,14 @@ void load_once() {
     g_error = "the NVIDIA driver is too old: no cuGetProcAddress_v2 (CUDA 12 or newer needed)";
     return;
   }
-  // Each entry point is asked for in the ABI version of the headers we were built with.
+  // Each entry point is asked for in the CUDA 12.0 ABI, which is what the un-suffixed declarations in cuda.h
+  // describe. Asking for CUDA_VERSION (13000) would return newer ABIs whose signatures differ from those
+  // declarations: cuCtxSynchronize at 13000 is cuCtxSynchronize_v2(CUcontext).
 #define MORI_CUDA_LOAD(name)                                                                          \
   {                                                                                                   \
     void* fn = nullptr;                                                                               \
     CUdriverProcAddressQueryResult q{};                                                               \
-    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) { \
+    if (get_proc(#name, &fn, kDriverAbi, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) { \
       g_error = "the NVIDIA driver lacks " #name " (driver older than CUDA " +                        \
                 std::to_string(CUDA_VERSION) + "?)";                                                  \
       return;                                                                                         \
