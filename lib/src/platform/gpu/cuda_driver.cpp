@@ -28,16 +28,15 @@ void load_once() {
   // Each entry point is asked for in the CUDA 12.0 ABI, which is what the un-suffixed declarations in cuda.h
   // describe. Asking for CUDA_VERSION (13000) would return newer ABIs whose signatures differ from those
   // declarations: cuCtxSynchronize at 13000 is cuCtxSynchronize_v2(CUcontext).
-#define MORI_CUDA_LOAD(name)                                                                          \
-  {                                                                                                   \
-    void* fn = nullptr;                                                                               \
-    CUdriverProcAddressQueryResult q{};                                                               \
+#define MORI_CUDA_LOAD(name)                                                                        \
+  {                                                                                                 \
+    void* fn = nullptr;                                                                             \
+    CUdriverProcAddressQueryResult q{};                                                             \
     if (get_proc(#name, &fn, kDriverAbi, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn) { \
-      g_error = "the NVIDIA driver lacks " #name " (driver older than CUDA " +                        \
-                std::to_string(CUDA_VERSION) + "?)";                                                  \
-      return;                                                                                         \
-    }                                                                                                 \
-    g_driver.name = reinterpret_cast<decltype(g_driver.name)>(fn);                                    \
+      g_error = "the NVIDIA driver lacks " #name " (a driver for CUDA 12.0 or newer is needed)";    \
+      return;                                                                                       \
+    }                                                                                               \
+    g_driver.name = reinterpret_cast<decltype(g_driver.name)>(fn);                                  \
   }
   MORI_CUDA_DRIVER_CALLS(MORI_CUDA_LOAD)
 #undef MORI_CUDA_LOAD
