@@ -64,6 +64,7 @@ __global__ void __launch_bounds__(512) a2a_push(const uint4* __restrict__ src, v
     const u64 t0 = mori_now_ns();
     for (int q = 0; q < world; ++q) {
       while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
+        mori_spin_pause();
         if (mori_now_ns() - t0 > timeout_ns) {
           for (int r = 0; r < world; ++r)
             if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0)

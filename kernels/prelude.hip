@@ -30,6 +30,8 @@ __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return at
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
 __device__ __forceinline__ void mori_trap() { __trap(); }
+// Back-off inside bounded spin loops, so that spinning blocks leave memory bandwidth to the others.
+__device__ __forceinline__ void mori_spin_pause() { __nanosleep(32); }
 #elif defined(MORI_KERNEL_PLATFORM_amd)
 // ---- AMD (hiprtc) ---------------------------------------------------------------------------------------------
 #define MORI_WAVE_SIZE warpSize
@@ -51,6 +53,7 @@ __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
 }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return *p; }
 __device__ __forceinline__ void mori_trap() { __builtin_trap(); }
+__device__ __forceinline__ void mori_spin_pause() { __builtin_amdgcn_s_sleep(1); }
 #else
 #error "compile with -DMORI_KERNEL_PLATFORM_cuda or -DMORI_KERNEL_PLATFORM_amd"
 #endif

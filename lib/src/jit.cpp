@@ -80,6 +80,10 @@ std::string random_suffix() {
   return std::to_string(getpid()) + "-" + std::to_string(r);
 }
 
+std::string image_hash(const CompiledKernels& k) {
+  return hash_hex({std::string(k.image.begin(), k.image.end())});
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -226,9 +230,16 @@ std::string Jit::source_of(const KernelSpec& spec) const {
          read_file(dir + "/" + spec.file);
 }
 
+bool Jit::precompile_requested() {
+  return env_on("MORI_PRECOMPILE");
+}
+
 std::string Jit::key_of(const KernelSpec& spec) {
-  std::vector<std::string> parts = {source_of(spec), compiler().name(), compiler().version(), arch_,
-                                    platform_};
+  return key_of(spec, source_of(spec));
+}
+
+std::string Jit::key_of(const KernelSpec& spec, const std::string& source) {
+  std::vector<std::string> parts = {source, compiler().name(), compiler().version(), arch_, platform_};
   for (const auto& o : options()) parts.push_back(o);
   for (const auto& i : spec.instantiations) parts.push_back(i);
   return hash_hex(parts) + hash_hex({parts[0], spec.file});
@@ -243,7 +254,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   const bool disabled = env_on("MORI_DISABLE_JIT");
   const std::string source = source_of(spec);
   CompiledKernels out;
-  out.key = key_of(spec);
+  out.key = key_of(spec, source);
   const auto t0 = Clock::now();
 
   auto compile = [&](const char* where) {
@@ -263,7 +274,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
 
   if (root_.empty()) {
     compile("in memory");
-    stats_.push_back({spec.file, out.key, "memory", ms_since(t0)});
+    stats_.push_back({spec.file, out.key, "memory", ms_since(t0), image_hash(out)});
     return out;
   }
 
@@ -299,11 +310,14 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
     return true;
   };
 
-  if (try_load()) {
-    stats_.push_back({spec.file, out.key, "cache", ms_since(t0)});
-    if (verbose) spdlog::info("jit: loaded {} from cache in {:.2f} ms", spec.file, stats_.back().ms);
+  auto loaded = [&] {
+    stats_.push_back({spec.file, out.key, "cache", ms_since(t0), image_hash(out)});
+    if (verbose)
+      spdlog::info("jit: loaded {} from cache in {:.2f} ms, image {}", spec.file, stats_.back().ms,
+                   stats_.back().image_hash);
     return out;
-  }
+  };
+  if (try_load()) return loaded();
   // One process compiles; the others wait on the lock (bounded by the compile itself) and then load.
   const std::string lock_path = root_ + "/" + out.key + ".lock";
   int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -323,10 +337,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
                          lock_path + ")");
     usleep(2000);
   }
-  if (try_load()) {
-    stats_.push_back({spec.file, out.key, "cache", ms_since(t0)});
-    return out;
-  }
+  if (try_load()) return loaded();
   compile("cold");
   // Publish: write a private folder, then rename it into place in one step.
   const std::string tmp = root_ + "/.tmp-" + out.key + "-" + random_suffix();
@@ -347,7 +358,10 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
     fs::remove_all(tmp, ec);
     spdlog::warn("jit: could not publish {} to the cache: {}", spec.file, e.what());
   }
-  stats_.push_back({spec.file, out.key, "compiled", ms_since(t0)});
+  stats_.push_back({spec.file, out.key, "compiled", ms_since(t0), image_hash(out)});
+  if (verbose)
+    spdlog::info("jit: published {} in {:.1f} ms, image {}", spec.file, stats_.back().ms,
+                 stats_.back().image_hash);
   return out;
 }
 
@@ -357,7 +371,8 @@ Json Jit::stats_json() const {
   Json entries = Json::array();
   for (const auto& s : stats_) {
     (s.source == "cache" ? load : cold) += s.ms;
-    entries.push_back({{"file", s.file}, {"key", s.key}, {"source", s.source}, {"ms", s.ms}});
+    entries.push_back(
+        {{"file", s.file}, {"key", s.key}, {"source", s.source}, {"ms", s.ms}, {"image_hash", s.image_hash}});
   }
   j["arch"] = arch_;
   j["compiler"] = rtc_ ? rtc_->name() + " " + rtc_->version() : "not loaded";

@@ -36,6 +36,7 @@ struct JitEntryStats {
   std::string key;
   std::string source;  // "compiled" | "cache" | "memory"
   double ms = 0;
+  std::string image_hash;  // of the code image, to compare what several processes got
 };
 
 struct CompiledKernels {
@@ -56,11 +57,14 @@ class Jit {
   CompiledKernels get(const KernelSpec& spec);
   // The cache key of a spec without compiling (needs the compiler's version).
   std::string key_of(const KernelSpec& spec);
+  std::string key_of(const KernelSpec& spec, const std::string& source);
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
   Json stats_json() const;
   std::string cache_dir() const;  // "" when compiling in memory
   std::string compiler_version();
+  // MORI_PRECOMPILE=1: the caller should build every kernel of the catalog up front.
+  static bool precompile_requested();
 
  private:
   detail::RuntimeCompiler& compiler();

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""JIT cache behaviour, through the real tool and NVRTC (no GPU needed): mori-probe --jit-precompile.
+
+usage: jit_test.py BIN_DIR KERNEL_DIR MPIRUN... ; each case prints PASS/FAIL, exit 1 on any failure.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN, KDIR = sys.argv[1], sys.argv[2]
+MPIRUN = sys.argv[3:]
+PROBE = os.path.join(BIN, "mori-probe")
+failures = []
+
+
+def run(env_extra, args, mpi=0):
+    env = dict(os.environ, MORI_JIT_VERBOSE="1", **env_extra)
+    cmd = ([*MPIRUN, "-n", str(mpi)] if mpi else []) + [PROBE, "--backend", "host", "--jit-precompile", *args]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    return p.returncode, p.stdout
+
+
+def check(name, ok, out=""):
+    print(f"{'PASS' if ok else 'FAIL'}: {name}")
+    if not ok:
+        print(out)
+        failures.append(name)
+
+
+def precompile_json(cache, extra=None, args=()):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache, **(extra or {})}, ["--archs", "sm_90", "--json", path, *args])
+    doc = json.load(open(path)) if rc == 0 else None
+    os.unlink(path)
+    return rc, out, doc
+
+
+def entry(doc):
+    return doc["jit_precompile"][0]["entries"][0]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # 1. Every kernel compiles for sm_90 through NVRTC; a second run loads it.
+    cache = os.path.join(tmp, "c1")
+    rc, out, doc = precompile_json(cache)
+    check("every kernel compiles for sm_90", rc == 0 and all(e["source"] == "compiled"
+                                                             for e in doc["jit_precompile"][0]["entries"]), out)
+    rc, out, doc2 = precompile_json(cache)
+    check("second run loads from the cache", rc == 0 and entry(doc2)["source"] == "cache"
+          and entry(doc2)["key"] == entry(doc)["key"], out)
+
+    # 2. Four processes started together on an empty cache: one compile, four identical images.
+    cache = os.path.join(tmp, "c4")
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache}, ["--archs", "sm_90"], mpi=4)
+    compiles = len(re.findall(r"jit: compiling a2a.hip", out))
+    images = set(re.findall(r"jit: (?:published|loaded) a2a.hip .*image ([0-9a-f]+)", out))
+    got = len(re.findall(r"jit: (?:published|loaded) a2a.hip", out))
+    check(f"4 processes: {compiles} compile(s), {got} result(s), {len(images)} distinct image(s)",
+          rc == 0 and compiles == 1 and got == 4 and len(images) == 1, out)
+
+    # 3. One changed byte of a kernel source changes the key.
+    kcopy = os.path.join(tmp, "kernels")
+    shutil.copytree(KDIR, kcopy)
+    cache = os.path.join(tmp, "c3")
+    _, out1, d1 = precompile_json(cache, {"MORI_KERNEL_DIR": kcopy})
+    with open(os.path.join(kcopy, "a2a.hip"), "a") as f:
+        f.write(" ")
+    _, out2, d2 = precompile_json(cache, {"MORI_KERNEL_DIR": kcopy})
+    check("one changed byte changes the key", d1 and d2 and entry(d1)["key"] != entry(d2)["key"]
+          and entry(d2)["source"] == "compiled", out1 + out2)
+
+    # 4. A truncated cached image is detected and rebuilt.
+    cache = os.path.join(tmp, "c5")
+    _, _, d = precompile_json(cache)
+    img = os.path.join(cache, "sm_90_cuda", entry(d)["key"], "image.bin")
+    with open(img, "r+b") as f:
+        f.truncate(100)
+    rc, out, d = precompile_json(cache)
+    check("truncated entry rebuilt", rc == 0 and entry(d)["source"] == "compiled"
+          and "unusable" in out and os.path.getsize(img) > 100, out)
+
+    # 5. A world-writable cache root is refused: compile in memory, say so.
+    cache = os.path.join(tmp, "c6")
+    os.makedirs(cache)
+    os.chmod(cache, 0o777)
+    rc, out, d = precompile_json(cache)
+    check("world-writable root refused", rc == 0 and entry(d)["source"] == "memory"
+          and "refusing cache folder" in out and not os.path.exists(os.path.join(cache, "sm_90_cuda")), out)
+
+    # 6. MORI_DISABLE_JIT=1 with an empty cache fails with a clear message.
+    cache = os.path.join(tmp, "c7")
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "1"}, ["--archs", "sm_90"])
+    check("MORI_DISABLE_JIT=1 on an empty cache fails", rc == 3 and "JIT_DISABLED" in out
+          and "MORI_DISABLE_JIT=1 and no cached entry" in out, out)
+
+    # 7. A malformed boolean is a usage error.
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "maybe"}, ["--archs", "sm_90"])
+    check("malformed MORI_DISABLE_JIT is exit 2", rc == 2 and "MORI_DISABLE_JIT" in out, out)
+
+print(f"{7 - len(failures)} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)
