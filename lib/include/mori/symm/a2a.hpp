@@ -49,7 +49,9 @@ struct A2aResult {
   TimeStats time_us;
   double kernel_us_p50 = 0;  // host sync: the kernel alone (events), without launch and barrier
   double agg_bw_gbps = 0, total_bw_gbps = 0, algbw_gbps = 0, busbw_gbps = 0;
-  double ceiling_bw_gbps = 0;
+  double ceiling_bw_gbps = 0;     // the better of the two below
+  double ceiling_plain_gbps = 0;  // copies launched back to back
+  double ceiling_graph_gbps = 0;  // the same copies captured in a graph (GPU only)
   std::string ceiling_kind;
   std::uint64_t wrong = 0;
 };
