@@ -48,34 +48,35 @@ void probe_type(Runtime& rt, int device, HandleProbe& hp) {
     gran = hp.granularity_recommended;
   });
   ok = ok && step(hp, "create", [&] {
-    created = rt.mem_create(device, gran, hp.type);
-    have_created = true;
-  });
+         created = rt.mem_create(device, gran, hp.type);
+         have_created = true;
+       });
   FabricBlob blob;
   ok = ok && step(hp, "export", [&] {
-    if (hp.type == HandleType::posix_fd)
-      fd = rt.export_fd(created);
-    else
-      blob = rt.export_fabric(created);
-  });
+         if (hp.type == HandleType::posix_fd)
+           fd = rt.export_fd(created);
+         else
+           blob = rt.export_fabric(created);
+       });
   ok = ok && step(hp, "import", [&] {
-    imported = hp.type == HandleType::posix_fd ? rt.import_fd(fd) : rt.import_fabric(blob);
-    have_imported = true;
-  });
+         imported = hp.type == HandleType::posix_fd ? rt.import_fd(fd) : rt.import_fabric(blob);
+         have_imported = true;
+       });
   if (fd >= 0) close(fd);
   ok = ok && step(hp, "reserve", [&] { va = rt.reserve(gran, gran); });
   ok = ok && step(hp, "map", [&] {
-    rt.map(va, gran, imported);
-    mapped = true;
-  });
+         rt.map(va, gran, imported);
+         mapped = true;
+       });
   ok = ok && step(hp, "set_access", [&] { rt.set_access(va, gran, device); });
   ok = ok && step(hp, "write_read", [&] {
-    std::vector<std::uint32_t> pattern(4096), back(4096);
-    for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<std::uint32_t>(0x9e3779b9u * (i + 1));
-    rt.copy_to_device(va, pattern.data(), pattern.size() * 4);
-    rt.copy_to_host(back.data(), va, back.size() * 4);
-    if (pattern != back) throw CheckFailed("MISMATCH");
-  });
+         std::vector<std::uint32_t> pattern(4096), back(4096);
+         for (std::size_t i = 0; i < pattern.size(); ++i)
+           pattern[i] = static_cast<std::uint32_t>(0x9e3779b9u * (i + 1));
+         rt.copy_to_device(va, pattern.data(), pattern.size() * 4);
+         rt.copy_to_host(back.data(), va, back.size() * 4);
+         if (pattern != back) throw CheckFailed("MISMATCH");
+       });
   if (mapped) ok = step(hp, "unmap", [&] { rt.unmap(va, gran); }) && ok;
   if (have_imported) ok = step(hp, "release", [&] { rt.release(imported); }) && ok;
   if (va) ok = step(hp, "free", [&] { rt.free_reservation(va, gran); }) && ok;
@@ -108,10 +109,12 @@ void decide(DeviceProbe& p) {
     p.chosen = HandleType::posix_fd;
     p.reason = "fabric failed at " + failed_step(p.fabric) + "; every posix_fd step worked";
     if (p.imex_channel == "absent" && p.fabric.attribute == 1)
-      p.reason += " (no IMEX channel under /dev/nvidia-caps-imex-channels: the usual reason fabric is not permitted)";
+      p.reason +=
+          " (no IMEX channel under /dev/nvidia-caps-imex-channels: the usual reason fabric is not permitted)";
   } else {
     p.chosen.reset();
-    p.reason = "fabric failed at " + failed_step(p.fabric) + "; posix_fd failed at " + failed_step(p.posix_fd);
+    p.reason =
+        "fabric failed at " + failed_step(p.fabric) + "; posix_fd failed at " + failed_step(p.posix_fd);
   }
   p.attribute_disagrees = (p.fabric.attribute >= 0 && (p.fabric.attribute == 1) != p.fabric.usable) ||
                           (p.posix_fd.attribute >= 0 && (p.posix_fd.attribute == 1) != p.posix_fd.usable);
@@ -132,7 +135,7 @@ DeviceProbe probe_device(Runtime& rt, int device) {
     if (rt.platform() == Platform::amd) p.posix_fd.attribute = p.fabric.attribute = -1;
   }
   if (rt.platform() == Platform::cuda) {
-    struct stat st{};
+    struct stat st {};
     p.imex_channel = stat("/dev/nvidia-caps-imex-channels", &st) == 0 ? "present" : "absent";
   } else {
     p.imex_channel = "n/a";

@@ -38,7 +38,7 @@ std::string utc_now() {
 bool mps_active() {
   const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   std::string control = std::string(dir && *dir ? dir : "/tmp/nvidia-mps") + "/control";
-  struct stat st{};
+  struct stat st {};
   return stat(control.c_str(), &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 

@@ -20,7 +20,8 @@ void check_output_path(const std::string& option, const std::string& path) {
   if (fs::is_directory(p, ec)) throw UsageError(option + ": '" + path + "' is a directory, not a file");
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) throw UsageError(option + ": folder '" + dir.string() + "' does not exist");
-  if (access(dir.c_str(), W_OK) != 0) throw UsageError(option + ": folder '" + dir.string() + "' is not writable");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw UsageError(option + ": folder '" + dir.string() + "' is not writable");
   if (fs::exists(p, ec) && access(p.c_str(), W_OK) != 0)
     throw UsageError(option + ": '" + path + "' exists and is not writable");
 }
@@ -28,13 +29,17 @@ void check_output_path(const std::string& option, const std::string& path) {
 namespace {
 
 void add_common(CLI::App& app, CommonOptions& o) {
+  // A later occurrence of an option wins, as wrappers that append options expect.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--json", o.json, "Write the JSON report to PATH ('-' = stdout)");
   app.add_option("--backend", o.backend, "Runtime: auto | gpu | host")->capture_default_str();
   app.add_option("--device", o.device, "Device index (default: node-local rank modulo device count)");
   app.add_option("--timeout-s", o.timeout_s, "Bound on every wait, in seconds")->capture_default_str();
-  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|off (default $MORI_LOG_LEVEL or info)");
-  app.add_option("--node-id", o.node_id, "Simulated node id (default $MORI_NODE_ID): ranks of different ids "
-                                         "are different load/store teams");
+  app.add_option("--log-level", o.log_level,
+                 "trace|debug|info|warn|error|off (default $MORI_LOG_LEVEL or info)");
+  app.add_option("--node-id", o.node_id,
+                 "Simulated node id (default $MORI_NODE_ID): ranks of different ids "
+                 "are different load/store teams");
 }
 
 void validate_common(CommonOptions& o) {
@@ -65,7 +70,8 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     log::init();
     log::set_rank(world_rank);
     CLI::App app(spec.description, spec.name);
-    app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " + git_revision() + ")");
+    app.set_version_flag("--version",
+                         std::string(spec.name) + " " + version() + " (git " + git_revision() + ")");
     add_common(app, env.common);
     if (spec.declare) spec.declare(app);
     try {
@@ -82,7 +88,11 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     validate_common(env.common);
     log::init(env.common.log_level);
     log::set_rank(world_rank);
-    if (spec.validate) spec.validate();
+    try {
+      if (spec.validate) spec.validate();
+    } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
+      return session.finish_with(0, end_bound);
+    }
     end_bound = std::min(env.common.timeout_s, 10.0);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);

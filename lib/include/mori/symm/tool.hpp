@@ -29,7 +29,7 @@ struct ToolEnv {
   CommonOptions common;
   std::unique_ptr<Bootstrap> boot;
   std::unique_ptr<Runtime> rt;
-  std::string runtime_notice;  // why the host runtime was chosen under --backend auto
+  std::string runtime_notice;   // why the host runtime was chosen under --backend auto
   std::string gpu_unavailable;  // why no GPU runtime, when the host runtime is used
   int device = 0;
   bool is_root() const { return !boot || boot->rank() == 0; }
@@ -39,8 +39,8 @@ struct ToolSpec {
   std::string name;
   std::string description;
   std::function<void(CLI::App&)> declare;  // tool options
-  std::function<void()> validate;          // after parsing, before MPI traffic or allocation; throws UsageError
-  std::function<int(ToolEnv&)> body;       // returns the exit code
+  std::function<void()> validate;     // after parsing, before MPI traffic or allocation; throws UsageError
+  std::function<int(ToolEnv&)> body;  // returns the exit code
   bool needs_runtime = true;
 };
 

@@ -1,0 +1,65 @@
+// A per-rank step journal that survives a crash, and the report built from journals (DESIGN.md §6,
+// mori-teardown-repro).
+//
+// Each step writes a "begin" line before it runs and an "end" line after, with write(2) on an O_APPEND fd, so
+// the last line of a journal says where the process died. A SIGSEGV/SIGBUS/SIGABRT handler appends the signal
+// with async-signal-safe writes and re-raises it; a watchdog thread turns a step that runs past its bound
+// into a "hang" line and ends the process with exit code 4.
+//
+// Line format (tab separated):
+//   O scenario world            a scenario starts       D scenario               it ended
+//   B scenario step peer        a step starts           E scenario step peer status us
+//   S scenario signal           a fatal signal          H scenario step          a step ran past its bound
+//   L scenario fds handles mappings device_bytes        resources not returned at the end of a scenario
+//   C scenario cycle fds handles mappings free_bytes    one line per cycle (scenario "cycles")
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "mori/symm/report.hpp"
+
+namespace mori::symm {
+
+class Journal {
+ public:
+  // Opens DIR/rank-<rank>.journal (appending), installs the signal handlers and starts the watchdog.
+  Journal(const std::string& dir, int rank, double step_bound_s);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  void begin_scenario(const std::string& scenario, int world);
+  void end_scenario();
+  // Runs f as one step. Returns "ok" or the API's error name; a non-API exception is rethrown.
+  std::string step(const std::string& name, int peer, const std::function<void()>& f);
+  void leak(std::int64_t fds, std::int64_t handles, std::int64_t mappings, std::int64_t device_bytes);
+  void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
+             std::uint64_t free_bytes);
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  void line(const std::string& s);
+  void watchdog();
+
+  int fd_ = -1;
+  int rank_;
+  std::string path_;
+  std::string scenario_;
+  double bound_s_;
+  std::atomic<std::int64_t> step_started_ns_{0};  // 0 = no step running
+  std::atomic<bool> stop_{false};
+  std::thread watchdog_;
+};
+
+// Builds the mori.teardown/1 payload (scenarios[]) from every rank-*.journal in dir. Throws UsageError if the
+// folder holds no journal, ApiError if one cannot be read.
+Json summarize_journals(const std::string& dir);
+
+// Open file descriptors of this process.
+int count_open_fds();
+
+}  // namespace mori::symm
