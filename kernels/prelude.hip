@@ -25,6 +25,11 @@ __device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// Store with no ordering of its own: for flags written right after one mori_fence_system(), which already
+// orders every earlier write before them (one fence instead of one release per flag).
+__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
@@ -43,6 +48,9 @@ __device__ __forceinline__ void mori_store_release_sys(u32* p, u32 v) {
 }
 __device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {

@@ -190,6 +190,7 @@ class GpuRuntime final : public Runtime {
   void map(void* va, std::size_t size, PhysHandle h) override {
     std::lock_guard lk(vmm_mutex());
     HIP_CHECK(hipMemMap(va, size, 0, from_phys(h), 0));
+    mapped_[reinterpret_cast<std::uintptr_t>(va)] = size;
     ++live_.mappings;
   }
 
@@ -205,7 +206,12 @@ class GpuRuntime final : public Runtime {
   void unmap(void* va, std::size_t size) override {
     std::lock_guard lk(vmm_mutex());
     HIP_CHECK(hipMemUnmap(va, size));
-    --live_.mappings;
+    // One unmap may cover several mappings (the driver allows it): count every mapping inside the range.
+    const auto lo = reinterpret_cast<std::uintptr_t>(va);
+    for (auto it = mapped_.lower_bound(lo); it != mapped_.end() && it->first < lo + size;) {
+      it = mapped_.erase(it);
+      --live_.mappings;
+    }
   }
 
   void release(PhysHandle h) override {
@@ -342,6 +348,7 @@ class GpuRuntime final : public Runtime {
   int count_ = 0;
   int current_ = 0;
   LiveResources live_;
+  std::map<std::uintptr_t, std::size_t> mapped_;  // start -> size of every mapping made here
 };
 
 }  // namespace
