@@ -152,8 +152,16 @@ TEST(HostRuntime, FabricImportRejectsForeignNames) {
   auto rt = make_host_runtime();
   FabricBlob b;
   EXPECT_THROW(rt->import_fabric(b), ApiError);  // no magic
-  std::memcpy(b.bytes.data(), "MORIFAB1/etc/passwd", 19);
-  EXPECT_THROW(rt->import_fabric(b), ApiError);
+  // A blob pointing at another object of this process (stdin) is refused: inode and size must match.
+  auto real = rt->mem_create(0, kSize, HandleType::fabric);
+  FabricBlob good = rt->export_fabric(real);
+  FabricBlob forged = good;
+  const std::int32_t zero = 0;
+  std::memcpy(forged.bytes.data() + 12, &zero, sizeof(zero));  // fd field -> 0
+  EXPECT_THROW(rt->import_fabric(forged), ApiError);
+  auto imported = rt->import_fabric(good);
+  rt->release(imported);
+  rt->release(real);
 }
 
 TEST(HostRuntime, RejectsBadSizesAndDevices) {

@@ -25,6 +25,7 @@ struct Options {
   bool size_by_rank = false;
   std::size_t stride_quantum = 0;
   int expect_team_size = 0;
+  bool check_every_cycle = false;
 };
 
 int count_fds() {
@@ -101,7 +102,7 @@ int run(ToolEnv& env, const Options& o) {
     }
     Window w(rt, wo);
     w.rendezvous(boot);
-    if (c == 0 || c == o.cycles - 1) {
+    if (c == 0 || c == o.cycles - 1 || o.check_every_cycle) {
       wrong += exchange(env, w, 0);
       wrong += exchange(env, w, 1);
     }
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
     app.add_flag("--size-by-rank", o.size_by_rank);
     app.add_option("--stride-quantum", o.stride_quantum);
     app.add_option("--expect-team-size", o.expect_team_size);
+    app.add_flag("--check-every-cycle", o.check_every_cycle);
   };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
   return tool_main(argc, argv, spec);

@@ -203,8 +203,9 @@ struct A2aBench::Impl {
             "start one with scripts/mps start",
             sharing);
     }
-    validate_a2a(cfg, world, gpu ? info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)) : 0,
-                 !gpu);
+    // The ranks of one device (or of the host, for the host runtime) share its memory.
+    if (!gpu) sharing = boot.team_size();
+    validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), !gpu);
 
     ht = cfg.handle_type == "auto" ? choose_handle_type(rt, env.device) : parse_handle_type(cfg.handle_type);
     if (gpu) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
@@ -55,6 +56,20 @@ void validate_common(CommonOptions& o) {
   if (o.node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
 }
 
+// Every rank must run with the same options: checked collectively, so that every rank fails alike.
+void check_same_options(Bootstrap& boot, const std::vector<std::string>& argv) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 1; i < argv.size(); ++i)
+    for (char c : argv[i] + '\0') h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  auto all = boot.allgather_value("tool.options", h);
+  std::map<std::uint64_t, std::string> groups;
+  for (std::size_t r = 0; r < all.size(); ++r) groups[all[r]] += (groups[all[r]].empty() ? "" : ",") + std::to_string(r);
+  if (groups.size() <= 1) return;
+  std::string s = "command-line options differ between ranks:";
+  for (const auto& [hash, ranks] : groups) s += " {ranks " + ranks + "}";
+  throw UsageError(s + "; every rank must run with the same options");
+}
+
 }  // namespace
 
 int tool_main(int argc, char** argv, const ToolSpec& spec) {
@@ -93,9 +108,10 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
       return session.finish_with(0, end_bound);
     }
-    end_bound = std::min(env.common.timeout_s, 10.0);
+    end_bound = std::min(env.common.timeout_s, 5.0);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
+    check_same_options(*env.boot, env.argv);
     if (spec.needs_runtime) {
       env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
       if (!env.runtime_notice.empty()) {

@@ -71,8 +71,10 @@ void Window::rendezvous(Bootstrap& boot) {
       Nonce nonce{};
       if (me == 0) nonce = FdChannel::make_nonce();
       boot.broadcast("rendezvous.nonce", nonce.data(), nonce.size(), 0);
+      detail::fault_point("rendezvous.nobind.hang", me);  // test-only: a rank that never binds its socket
       FdChannel ch(nonce, me, boot.pids(), boot.timeout_s());
       detail::fault_point("rendezvous.bind", me);
+      if (detail::fault_armed("rendezvous.slow", me)) sleep(3);  // test-only: a window for hostile senders
       // Every rank's socket is bound before anyone sends.
       boot.barrier("rendezvous.bind");
       std::vector<int> peers;

@@ -1,7 +1,9 @@
 // Host runtime: the HIP virtual-memory semantics over POSIX shared memory (DESIGN.md §3).
 //
-//   create  = memfd_create + ftruncate (posix_fd) or shm_open of a random name (fabric)
-//   export  = dup of the memfd (posix_fd) or a 64-byte blob naming the shm object (fabric)
+//   create  = memfd_create + ftruncate (both handle types)
+//   export  = dup of the memfd (posix_fd), or a 64-byte in-band blob {magic, pid, fd, inode, size} (fabric) that
+//             the importer opens as /proc/<pid>/fd/<fd> and checks (same inode, same owner). Nothing is named
+//             in /dev/shm, so a rank that dies leaves no shm object behind.
 //   reserve = mmap(PROT_NONE), map = mmap(MAP_FIXED | MAP_SHARED), access = mprotect
 //   unmap   = re-reserve the range (PROT_NONE), release = close, free = munmap of the reservation
 //
@@ -10,7 +12,6 @@
 // reservation that still has mappings is an error, not a crash.
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,17 @@ namespace mori::symm {
 namespace {
 
 constexpr std::size_t kHostGranularity = 64 * 1024;
-constexpr char kFabricMagic[8] = {'M', 'O', 'R', 'I', 'F', 'A', 'B', '1'};
+constexpr char kFabricMagic[8] = {'M', 'O', 'R', 'I', 'F', 'A', 'B', '2'};
+
+struct FabricWire {  // the blob's layout
+  char magic[8];
+  std::int32_t pid;
+  std::int32_t fd;
+  std::uint64_t inode;
+  std::uint64_t dev;
+  std::uint64_t size;
+};
+static_assert(sizeof(FabricWire) <= sizeof(FabricBlob::bytes));
 
 [[noreturn]] void host_error(const char* call, const char* file, int line, const char* name,
                              const std::string& detail) {
@@ -37,7 +48,7 @@ constexpr char kFabricMagic[8] = {'M', 'O', 'R', 'I', 'F', 'A', 'B', '1'};
 struct Alloc {
   int fd = -1;
   std::size_t size = 0;
-  std::string shm_name;  // set when this process created a fabric-typed allocation: unlinked on release
+  bool fabric = false;  // created with the fabric handle type: exportable as a blob
 };
 
 struct Mapping {
@@ -91,16 +102,9 @@ class HostRuntime final : public Runtime {
       HOST_FAIL("mem_create", "INVALID_VALUE", "size must be a non-zero multiple of the granularity");
     Alloc a;
     a.size = size;
-    if (type == HandleType::posix_fd) {
-      a.fd = memfd_create("mori-symm", MFD_CLOEXEC);
-      MORI_CHECK_POSIX(a.fd);
-    } else {
-      std::uint64_t rnd = 0;
-      if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<std::uint64_t>(getpid()) << 20;
-      a.shm_name = "/mori-symm-" + std::to_string(getpid()) + "-" + std::to_string(rnd);
-      a.fd = shm_open(a.shm_name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-      MORI_CHECK_POSIX(a.fd);
-    }
+    a.fabric = type == HandleType::fabric;
+    a.fd = memfd_create("mori-symm", MFD_CLOEXEC);
+    MORI_CHECK_POSIX(a.fd);
     if (ftruncate(a.fd, static_cast<off_t>(size)) == -1) {
       int err = errno;
       close_alloc(a);
@@ -120,14 +124,19 @@ class HostRuntime final : public Runtime {
   FabricBlob export_fabric(PhysHandle h) override {
     std::lock_guard lk(mu_);
     const Alloc& a = get(h);
-    if (a.shm_name.empty())
+    if (!a.fabric)
       HOST_FAIL("export_fabric", "INVALID_VALUE", "allocation was not created with the fabric handle type");
+    struct stat st{};
+    MORI_CHECK_POSIX(fstat(a.fd, &st));
+    FabricWire w{};
+    std::memcpy(w.magic, kFabricMagic, sizeof(kFabricMagic));
+    w.pid = static_cast<std::int32_t>(getpid());
+    w.fd = a.fd;
+    w.inode = st.st_ino;
+    w.dev = st.st_dev;
+    w.size = a.size;
     FabricBlob b;
-    static_assert(sizeof(kFabricMagic) + 48 <= sizeof(b.bytes));
-    std::memcpy(b.bytes.data(), kFabricMagic, sizeof(kFabricMagic));
-    std::memcpy(b.bytes.data() + 8, a.shm_name.c_str(), std::min<std::size_t>(a.shm_name.size(), 47));
-    const std::uint64_t size = a.size;
-    std::memcpy(b.bytes.data() + 56, &size, sizeof(size));
+    std::memcpy(b.bytes.data(), &w, sizeof(w));
     return b;
   }
 
@@ -142,20 +151,20 @@ class HostRuntime final : public Runtime {
   }
 
   PhysHandle import_fabric(const FabricBlob& blob) override {
-    if (std::memcmp(blob.bytes.data(), kFabricMagic, sizeof(kFabricMagic)) != 0)
+    FabricWire w{};
+    std::memcpy(&w, blob.bytes.data(), sizeof(w));
+    if (std::memcmp(w.magic, kFabricMagic, sizeof(kFabricMagic)) != 0 || w.pid <= 0 || w.fd < 0)
       HOST_FAIL("import_fabric", "INVALID_VALUE", "blob is not a host fabric handle");
-    char name[48] = {};
-    std::memcpy(name, blob.bytes.data() + 8, 47);
-    if (std::strncmp(name, "/mori-symm-", 11) != 0 || std::strchr(name + 1, '/') != nullptr)
-      HOST_FAIL("import_fabric", "INVALID_VALUE", "blob names no shm object of this suite");
+    const std::string path = "/proc/" + std::to_string(w.pid) + "/fd/" + std::to_string(w.fd);
     Alloc a;
-    a.fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    MORI_CHECK_POSIX(a.fd);
-    struct stat st {};
-    if (fstat(a.fd, &st) == -1 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    a.fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (a.fd < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno), "exporter gone?");
+    struct stat st{};
+    // The fd must still be the exported memory object: same inode, ours, and the size it claims.
+    if (fstat(a.fd, &st) == -1 || st.st_ino != w.inode || st.st_dev != w.dev || st.st_uid != geteuid() ||
+        static_cast<std::uint64_t>(st.st_size) != w.size) {
       close_alloc(a);
-      HOST_FAIL("import_fabric", "NOT_PERMITTED",
-                std::string("shm object ") + name + " is not owned by this user");
+      HOST_FAIL("import_fabric", "NOT_PERMITTED", "blob names another object than the one exported");
     }
     a.size = static_cast<std::size_t>(st.st_size);
     return add(std::move(a));
@@ -332,7 +341,6 @@ class HostRuntime final : public Runtime {
   }
   static void close_alloc(Alloc& a) noexcept {
     if (a.fd >= 0) close(a.fd);
-    if (!a.shm_name.empty()) shm_unlink(a.shm_name.c_str());
     a.fd = -1;
   }
   PhysHandle add(Alloc a) {

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The bad-input suite: every case must exit with its code (2, or 3 where the environment is at fault), print
+one line naming the option on every rank, and leave nothing behind (no socket, no /dev/shm object, no temp file,
+no journal folder).
+
+usage: bad_input_test.py BIN_DIR MPIRUN...     (--markdown: print the case table for the README instead)
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+MD = "--markdown" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--markdown"]
+BIN = ARGS[0] if ARGS else ""
+MPIRUN = ARGS[1:]
+TMP = tempfile.mkdtemp(prefix="mori-bad-")
+LONG = "n" * 40
+
+# (tool, ranks, args, env, code, text every rank's error line must contain)
+CASES = [
+    ("mori-a2a", 2, ["--chunk-kib", "0"], {}, 2, "chunk size: must be > 0"),
+    ("mori-a2a", 2, ["--chunk-kib", "-4"], {}, 2, "--chunk-kib: '-4' is not a size"),
+    ("mori-a2a", 2, ["--chunk-kib", "abc"], {}, 2, "--chunk-kib: 'abc' is not a size"),
+    ("mori-a2a", 2, ["-b", "100", "-e", "100"], {}, 2, "is not a multiple of 16"),
+    ("mori-a2a", 2, ["--chunk-kib", "99999999999"], {}, 2, "exceeds 16 GiB"),
+    ("mori-a2a", 2, ["--chunk-kib", "4194304"], {}, 2, "more than 90% of the device"),
+    ("mori-a2a", 2, ["--addressing", "flat"], {}, 2, "--addressing: unknown value 'flat'"),
+    ("mori-a2a", 2, ["--sync", "never"], {}, 2, "--sync: unknown value 'never'"),
+    ("mori-a2a", 2, ["--sync", "host", "--graph", "4"], {}, 2, "--graph: needs --sync device"),
+    ("mori-a2a", 2, ["--graph", "-1"], {}, 2, "--graph: must be in 0..10000"),
+    ("mori-a2a", 2, ["--iters", "0"], {}, 2, "--iters: must be in 1..1000000"),
+    ("mori-a2a", 2, ["--warmup", "-1"], {}, 2, "--warmup: must be in 0..100000"),
+    ("mori-a2a", 2, ["--blocks-per-peer", "70000"], {}, 2, "--blocks-per-peer: must be in 0..65535"),
+    ("mori-a2a", 2, ["--timeout-s", "0"], {}, 2, "--timeout-s: must be in (0, 86400]"),
+    ("mori-a2a", 2, ["--timeout-s", "abc"], {}, 2, "--timeout-s"),
+    ("mori-a2a", 2, ["--json", "/nonexistent-dir/x.json"], {}, 2, "--json: folder '/nonexistent-dir' does not exist"),
+    ("mori-a2a", 2, ["--json", "/tmp"], {}, 2, "--json: '/tmp' is a directory"),
+    ("mori-a2a", 2, ["--handle-type", "dmabuf"], {}, 2, "--handle-type: unknown value 'dmabuf'"),
+    ("mori-a2a", 2, ["--backend", "tpu"], {}, 2, "--backend: unknown value 'tpu'"),
+    ("mori-a2a", 2, ["--device", "-5"], {}, 2, "--device: must be in 0..1023"),
+    ("mori-a2a", 2, ["--stride-quantum", "3K"], {}, 2, "--stride-quantum: 3072 is not a multiple of the allocation granularity"),
+    ("mori-a2a", 2, ["-b", "1M"], {}, 2, "-b/-e: give both"),
+    ("mori-a2a", 2, ["-b", "1M", "-e", "4M", "-f", "1"], {}, 2, "-f: the factor must be in (1, 1024]"),
+    ("mori-a2a", 2, ["--no-such-option"], {}, 2, "--no-such-option"),
+    ("mori-a2a", 2, [], {"MORI_LOG_LEVEL": "loud"}, 2, "MORI_LOG_LEVEL: unknown level 'loud'"),
+    ("mori-a2a", 2, [], {"MORI_NODE_ID": LONG}, 2, "MORI_NODE_ID: at most 31 characters"),
+    ("mori-a2a", 2, ["MPMD"], {}, 2, "command-line options differ between ranks: {ranks 0} {ranks 1}"),
+    ("mori-probe", 1, ["--deep-mib", "1"], {}, 2, "--deep-mib: must be in [2, 65536]"),
+    ("mori-probe", 1, ["--jit-precompile", "--archs", "bogus"], {}, 2, "--archs: 'bogus' is not an arch"),
+    ("mori-probe", 1, ["--jit-precompile"], {}, 2, "--jit-precompile: name the archs"),
+    ("mori-probe", 1, ["--jit-precompile", "--archs", "sm_90"], {"MORI_KERNEL_DIR": "/nonexistent"}, 2,
+     "MORI_KERNEL_DIR: '/nonexistent' is not a folder"),
+    ("mori-probe", 1, ["--jit-precompile", "--archs", "sm_90"], {"MORI_DISABLE_JIT": "maybe"}, 2,
+     "MORI_DISABLE_JIT: 'maybe' is not a boolean"),
+    ("mori-probe", 1, ["--jit-precompile"], {"MORI_GPU_ARCHS": "sm 90!"}, 2, "is not an arch"),
+    ("mori-teardown-repro", 2, ["--scenario", "nope"], {}, 2, "--scenario: unknown 'nope'"),
+    ("mori-teardown-repro", 2, ["--windows", "0"], {}, 2, "--windows: must be in 1..64"),
+    ("mori-teardown-repro", 2, ["--cycles", "0"], {}, 2, "--cycles: must be in 1..100000"),
+    ("mori-teardown-repro", 2, ["--size", "0"], {}, 2, "--size: must be in 1 byte..64 GiB"),
+    ("mori-teardown-repro", 2, ["--size", "1Q"], {}, 2, "--size: '1Q' has an unknown unit"),
+    ("mori-teardown-repro", 1, ["--summarize", "/nonexistent"], {}, 2, "--summarize: '/nonexistent' is not a folder"),
+    ("mori-teardown-repro", 2, ["--journal-dir", "USED"], {}, 2, "already holds journals"),
+    ("perf-check", 0, ["GARBAGE", "GARBAGE"], {}, 2, "malformed input"),
+    ("perf-check", 0, ["/nonexistent", "/nonexistent"], {}, 2, "no such file or folder"),
+    ("validate-json", 0, ["GARBAGE"], {}, 2, "cannot read as JSON"),
+]
+
+
+def leftovers():
+    socks = set(re.findall(r"@(mori-symm-[0-9a-f]+-\d+)", open("/proc/net/unix").read()))
+    shm = set(glob.glob("/dev/shm/mori*"))
+    tmp = set(glob.glob(os.path.join(TMP, "**", "*"), recursive=True))
+    return socks, shm, tmp
+
+
+def run(case):
+    tool, n, args, env, _, _ = case
+    e = dict(os.environ, **env)
+    garbage = os.path.join(TMP, "garbage.json")
+    with open(garbage, "w") as f:
+        f.write("{ this is not json")
+    args = [garbage if a == "GARBAGE" else a for a in args]
+    if "USED" in args:
+        used = os.path.join(TMP, "used-journal")
+        os.makedirs(used, exist_ok=True)
+        open(os.path.join(used, "rank-0.journal"), "w").close()
+        args = [used if a == "USED" else a for a in args]
+    if tool in ("perf-check", "validate-json"):
+        cmd = [sys.executable, os.path.join(ROOT, "scripts", tool), *args]
+    elif args == ["MPMD"]:
+        exe = os.path.join(BIN, tool)
+        cmd = [*MPIRUN, "-n", "1", exe, "--backend", "host", "--chunk-kib", "64", ":",
+               "-n", "1", exe, "--backend", "host", "--chunk-kib", "128"]
+    elif n == 1 and tool != "mori-teardown-repro":
+        cmd = [os.path.join(BIN, tool), "--backend", "host", *args]
+    else:
+        cmd = [*MPIRUN, "-n", str(max(n, 1)), os.path.join(BIN, tool), "--backend", "host", *args]
+    p = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+                       cwd=TMP)
+    return p.returncode, p.stdout
+
+
+def main():
+    if MD:
+        print("| # | tool | input | exit | message contains |\n| ---: | --- | --- | ---: | --- |")
+        for i, (tool, n, args, env, code, text) in enumerate(CASES, 1):
+            inp = " ".join([f"{k}={v if len(v) < 20 else v[:8] + '...'}" for k, v in env.items()] + args)
+            inp = "two ranks with different options" if args == ["MPMD"] else inp
+            print(f"| {i} | {tool} | `{inp or '(env only)'}` | {code} | {text.replace('|', '/')} |")
+        return 0
+    failures = 0
+    before = leftovers()
+    for i, case in enumerate(CASES, 1):
+        tool, n, args, env, code, text = case
+        rc, out = run(case)
+        ranks = max(n, 1) if tool not in ("perf-check", "validate-json") else 1
+        if args == ["MPMD"]:
+            ranks = 2
+        lines = [l for l in out.splitlines() if text in l]
+        after = leftovers()
+        left = [sorted(a - b) for a, b in zip(after, before)]
+        left[2] = [f for f in left[2] if not f.endswith(("garbage.json", "used-journal", "rank-0.journal"))]
+        ok = rc == code and len(lines) >= ranks and not any(left)
+        failures += not ok
+        print(f"{'PASS' if ok else 'FAIL'}: #{i} {tool} {' '.join(args)} {env or ''} -> exit {rc}, "
+              f"{len(lines)}/{ranks} rank line(s){', LEFT BEHIND ' + str(left) if any(left) else ''}")
+        if not ok:
+            print(out[-2500:])
+    print(f"{len(CASES) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
