@@ -18,7 +18,7 @@ __device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, cha
   return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(peers[p]);
 }
 
-template <int kLsa, int kSync>
+template <int kLsa, int kSync, int kUnroll>
 __global__ void __launch_bounds__(512) a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers,
                                                 char* lsa_base, u64 stride, int world, int me, u64 chunk_bytes,
                                                 int blocks_per_peer, u64 signal_offset, u64 timeout_ns) {
@@ -31,16 +31,13 @@ __global__ void __launch_bounds__(512) a2a_push(const uint4* __restrict__ src, v
                                       static_cast<u64>(me) * chunk_bytes);
   const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
   u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
-  // Four loads in flight before the stores.
-  for (; i + 3 * step < n; i += 4 * step) {
-    uint4 v0 = mori_load_nc(s + i);
-    uint4 v1 = mori_load_nc(s + i + step);
-    uint4 v2 = mori_load_nc(s + i + 2 * step);
-    uint4 v3 = mori_load_nc(s + i + 3 * step);
-    mori_store_nt(d + i, v0);
-    mori_store_nt(d + i + step, v1);
-    mori_store_nt(d + i + 2 * step, v2);
-    mori_store_nt(d + i + 3 * step, v3);
+  // kUnroll loads in flight before the stores.
+  for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = mori_load_nc(s + i + u * step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
   }
   for (; i < n; i += step) mori_store_nt(d + i, mori_load_nc(s + i));
 

@@ -88,6 +88,7 @@ int run(ToolEnv& env, Options& o) {
   cfg["sync"] = o.sync;
   cfg["graph"] = o.cfg.graph;
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
+  cfg["unroll"] = o.cfg.unroll;
   cfg["warmup"] = o.cfg.warmup;
   cfg["iters"] = o.cfg.iters;
   cfg["handle_type"] = o.cfg.handle_type;
@@ -126,6 +127,8 @@ int main(int argc, char** argv) {
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
         ->capture_default_str();
     app.add_option("--blocks-per-peer", o.cfg.blocks_per_peer, "Blocks per destination (0 = auto)")
+        ->capture_default_str();
+    app.add_option("--unroll", o.cfg.unroll, "Loads in flight per thread before its stores: 4 or 8")
         ->capture_default_str();
     app.add_option("--warmup", o.cfg.warmup, "Untimed iterations per configuration")->capture_default_str();
     app.add_option("--iters", o.cfg.iters, "Timed iterations per configuration")->capture_default_str();

@@ -132,6 +132,7 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
   if (c.iters < 1 || c.iters > 1000000) throw UsageError("--iters: must be in 1..1000000");
   if (c.warmup < 0 || c.warmup > 100000) throw UsageError("--warmup: must be in 0..100000");
   if (world > 1024) throw UsageError("world size: at most 1024 ranks");
+  if (c.unroll != 4 && c.unroll != 8) throw UsageError("--unroll: must be 4 or 8");
 }
 
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads) {
@@ -271,8 +272,8 @@ struct A2aBench::Impl {
   // --- one iteration ---------------------------------------------------------------------------------------
   void push(Addressing a, bool fused, std::size_t chunk, int bpp) {
     if (gpu) {
-      const std::string name =
-          std::string("a2a_push<") + (a == Addressing::lsa ? "1" : "0") + ", " + (fused ? "1" : "0") + ">";
+      const std::string name = std::string("a2a_push<") + (a == Addressing::lsa ? "1" : "0") + ", " +
+                               (fused ? "1" : "0") + ", " + std::to_string(cfg.unroll) + ">";
       Function f = mod->function(name);
       const void* s = src;
       void* const* peers = win->peer_ptrs_device();

@@ -133,9 +133,12 @@ std::string hash_hex(const std::vector<std::string>& parts) {
 }
 
 std::vector<KernelSpec> kernel_catalog() {
-  return {
-      {"a2a.hip",
-       {"a2a_push<0, 0>", "a2a_push<0, 1>", "a2a_push<1, 0>", "a2a_push<1, 1>", "a2a_fill", "a2a_verify"}}};
+  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify"}};
+  for (const char* lsa : {"0", "1"})
+    for (const char* sync : {"0", "1"})
+      for (const char* unroll : {"4", "8"})
+        a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ">");
+  return {a2a};
 }
 
 std::string kernel_dir() {

@@ -27,6 +27,7 @@ struct A2aConfig {
   std::vector<SyncMode> syncs = {SyncMode::host, SyncMode::device};
   int graph = 0;  // K > 0: also capture K iterations (push + device barrier) in a graph and replay it
   int blocks_per_peer = 0;  // 0 = auto
+  int unroll = 4;           // 16-byte loads in flight per thread before its stores: 4 or 8
   int warmup = 5;
   int iters = 20;
   std::string handle_type = "auto";
