@@ -35,6 +35,7 @@ CASES = [
     ("mori-a2a", 2, ["--iters", "0"], {}, 2, "--iters: must be in 1..1000000"),
     ("mori-a2a", 2, ["--warmup", "-1"], {}, 2, "--warmup: must be in 0..100000"),
     ("mori-a2a", 2, ["--blocks-per-peer", "70000"], {}, 2, "--blocks-per-peer: must be in 0..65535"),
+    ("mori-a2a", 2, ["--unroll", "3"], {}, 2, "--unroll: must be 0 (auto), 4 or 8"),
     ("mori-a2a", 2, ["--timeout-s", "0"], {}, 2, "--timeout-s: must be in (0, 86400]"),
     ("mori-a2a", 2, ["--timeout-s", "abc"], {}, 2, "--timeout-s"),
     ("mori-a2a", 2, ["--json", "/nonexistent-dir/x.json"], {}, 2, "--json: folder '/nonexistent-dir' does not exist"),

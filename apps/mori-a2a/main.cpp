@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--blocks-per-peer", o.cfg.blocks_per_peer, "Blocks per destination (0 = auto)")
         ->capture_default_str();
-    app.add_option("--unroll", o.cfg.unroll, "Loads in flight per thread before its stores: 4 or 8")
+    app.add_option("--unroll", o.cfg.unroll,
+                   "Loads in flight per thread before its stores: 4, 8, or 0 = auto (8 from 16 MiB)")
         ->capture_default_str();
     app.add_option("--warmup", o.cfg.warmup, "Untimed iterations per configuration")->capture_default_str();
     app.add_option("--iters", o.cfg.iters, "Timed iterations per configuration")->capture_default_str();

@@ -132,7 +132,11 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
   if (c.iters < 1 || c.iters > 1000000) throw UsageError("--iters: must be in 1..1000000");
   if (c.warmup < 0 || c.warmup > 100000) throw UsageError("--warmup: must be in 0..100000");
   if (world > 1024) throw UsageError("world size: at most 1024 ranks");
-  if (c.unroll != 4 && c.unroll != 8) throw UsageError("--unroll: must be 4 or 8");
+  if (c.unroll != 0 && c.unroll != 4 && c.unroll != 8) throw UsageError("--unroll: must be 0 (auto), 4 or 8");
+}
+
+int auto_unroll(std::size_t chunk_bytes) {
+  return chunk_bytes >= (std::size_t{16} << 20) ? 8 : 4;
 }
 
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads) {
@@ -271,9 +275,10 @@ struct A2aBench::Impl {
 
   // --- one iteration ---------------------------------------------------------------------------------------
   void push(Addressing a, bool fused, std::size_t chunk, int bpp) {
+    const int unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
     if (gpu) {
       const std::string name = std::string("a2a_push<") + (a == Addressing::lsa ? "1" : "0") + ", " +
-                               (fused ? "1" : "0") + ", " + std::to_string(cfg.unroll) + ">";
+                               (fused ? "1" : "0") + ", " + std::to_string(unroll) + ">";
       Function f = mod->function(name);
       const void* s = src;
       void* const* peers = win->peer_ptrs_device();
@@ -477,6 +482,7 @@ struct A2aBench::Impl {
     r.blocks_per_peer =
         gpu ? (cfg.blocks_per_peer ? cfg.blocks_per_peer : auto_blocks_per_peer(sms, world, chunk, kThreads))
             : 1;
+    r.unroll = gpu ? (cfg.unroll ? cfg.unroll : auto_unroll(chunk)) : 0;
     const bool fused = s == SyncMode::device;
     const int bpp = r.blocks_per_peer;
     const std::string tag = std::string("a2a.") + to_string(a) + "." + to_string(s);
@@ -632,6 +638,7 @@ Json to_json(const A2aResult& r) {
   j["graph"] = r.graph;
   j["graph_iters"] = r.graph_iters;
   j["blocks_per_peer"] = r.blocks_per_peer;
+  j["unroll"] = r.unroll;
   j["iters"] = r.iters;
   j["time_us"] = {{"min", r.time_us.min},
                   {"p50", r.time_us.p50},
