@@ -7,13 +7,15 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish  # noqa: E402
 import tempfile
 
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
 TOOL = os.path.join(BIN, "mori-a2a")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-checks, failures = [], []
 
 
 def job(n, args, env=None):
@@ -22,13 +24,6 @@ def job(n, args, env=None):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
     return p.returncode, p.stdout
 
-
-def check(name, ok, out=""):
-    checks.append(name)
-    print(f"{'PASS' if ok else 'FAIL'}: {name}")
-    if not ok:
-        print(out[-3000:])
-        failures.append(name)
 
 
 def validate(path):
@@ -82,5 +77,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"bad {' '.join(args)}: exit 2 on both ranks, one line naming the option",
               rc == 2 and len(lines) == 2 and all(msg in l for l in lines), out)
 
-print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

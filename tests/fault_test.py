@@ -16,6 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish  # noqa: E402
 import tempfile
 import time
 
@@ -24,15 +27,7 @@ MPIRUN = sys.argv[2:]
 WIN = os.path.join(BIN, "..", "tests", "window-mpi-test")
 A2A = os.path.join(BIN, "mori-a2a")
 TIMEOUT = 4
-checks, failures = [], []
 
-
-def check(name, ok, out=""):
-    checks.append(name)
-    print(f"{'PASS' if ok else 'FAIL'}: {name}")
-    if not ok:
-        print(out[-3000:])
-        failures.append(name)
 
 
 def leftovers(tmp):
@@ -112,5 +107,4 @@ for who, prefix, why in (("same user, not in the job", [], "is not rank 1's"),
     check(f"hostile sender, {who}: rejected with a warning, fd closed, rendezvous still succeeds", ok,
           out + "\nattacker: " + aout)
 shutil.rmtree(tmp, ignore_errors=True)
-print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

@@ -9,13 +9,14 @@ import re
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish  # noqa: E402
 import tempfile
 
 BIN, KDIR = sys.argv[1], sys.argv[2]
 MPIRUN = sys.argv[3:]
 PROBE = os.path.join(BIN, "mori-probe")
-failures = []
-checks = []
 
 
 def run(env_extra, args, mpi=0):
@@ -24,13 +25,6 @@ def run(env_extra, args, mpi=0):
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return p.returncode, p.stdout
 
-
-def check(name, ok, out=""):
-    checks.append(name)
-    print(f"{'PASS' if ok else 'FAIL'}: {name}")
-    if not ok:
-        print(out)
-        failures.append(name)
 
 
 def precompile_json(cache, extra=None, args=()):
@@ -104,5 +98,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "maybe"}, ["--archs", "sm_90"])
     check("malformed MORI_DISABLE_JIT is exit 2", rc == 2 and "MORI_DISABLE_JIT" in out, out)
 
-print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

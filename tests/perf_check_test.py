@@ -5,25 +5,20 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish  # noqa: E402
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CHECK = os.path.join(ROOT, "scripts", "perf-check")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "a2a-host-w4.json")
-checks, failures = [], []
 
 
 def run(*args):
     p = subprocess.run([sys.executable, CHECK, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p.returncode, p.stdout
 
-
-def check(name, ok, out):
-    checks.append(name)
-    print(f"{'PASS' if ok else 'FAIL'}: {name}")
-    if not ok:
-        print(out)
-        failures.append(name)
 
 
 base = json.load(open(FIXTURE))
@@ -84,5 +79,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run(b, b, "--tolerance", "-1")
     check("bad --tolerance: exit 2", rc == 2, out)
 
-print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

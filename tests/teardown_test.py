@@ -7,20 +7,15 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish  # noqa: E402
 import tempfile
 
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
 TOOL = os.path.join(BIN, "mori-teardown-repro")
-checks, failures = [], []
 
-
-def check(name, ok, out=""):
-    checks.append(name)
-    print(f"{'PASS' if ok else 'FAIL'}: {name}")
-    if not ok:
-        print(out[-4000:])
-        failures.append(name)
 
 
 def job(n, args, env=None):
@@ -85,5 +80,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check("unknown scenario: exit 2 naming the option", rc == 2 and "--scenario: unknown 'nope'" in out
           and not os.path.exists(d), out)
 
-print(f"{len(checks) - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()
