@@ -27,7 +27,8 @@ CASES = [
     ("mori-a2a", 2, ["--chunk-kib", "abc"], {}, 2, "--chunk-kib: 'abc' is not a size"),
     ("mori-a2a", 2, ["-b", "100", "-e", "100"], {}, 2, "is not a multiple of 16"),
     ("mori-a2a", 2, ["--chunk-kib", "99999999999"], {}, 2, "exceeds 16 GiB"),
-    ("mori-a2a", 2, ["--chunk-kib", "4194304"], {}, 2, "more than 90% of the device"),
+    # 16 GiB chunks need 3 x 2 x 16 GiB per rank: more than any machine below 213 GiB of memory can give two ranks.
+    ("mori-a2a", 2, ["--chunk-kib", "16777216"], {}, 2, "more than 90% of the device"),
     ("mori-a2a", 2, ["--addressing", "flat"], {}, 2, "--addressing: unknown value 'flat'"),
     ("mori-a2a", 2, ["--sync", "never"], {}, 2, "--sync: unknown value 'never'"),
     ("mori-a2a", 2, ["--sync", "host", "--graph", "4"], {}, 2, "--graph: needs --sync device"),
@@ -113,10 +114,15 @@ def main():
             inp = "two ranks with different options" if args == ["MPMD"] else inp
             print(f"| {i} | {tool} | `{inp or '(env only)'}` | {code} | {text.replace('|', '/')} |")
         return 0
-    failures = 0
+    failures = skipped = 0
     before = leftovers()
+    mem_kib = int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal:")))
     for i, case in enumerate(CASES, 1):
         tool, n, args, env, code, text = case
+        if "16777216" in args and mem_kib > 200 * 1024 * 1024:
+            print(f"SKIP: #{i} {tool} {' '.join(args)}: this machine has enough memory for it (not counted)")
+            skipped += 1
+            continue
         rc, out = run(case)
         ranks = max(n, 1) if tool not in ("perf-check", "validate-json") else 1
         if args == ["MPMD"]:
@@ -131,7 +137,7 @@ def main():
               f"{len(lines)}/{ranks} rank line(s){', LEFT BEHIND ' + str(left) if any(left) else ''}")
         if not ok:
             print(out[-2500:])
-    print(f"{len(CASES) - failures} passed, {failures} failed")
+    print(f"{len(CASES) - failures - skipped} passed, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
     return 1 if failures else 0
 
 
