@@ -70,12 +70,22 @@ class RtcCompiler final : public RuntimeCompiler {
   std::string version_ = "unknown";
 };
 
-// Resolves every entry point of Api from a loaded library; false + *why if one is missing.
-template <class Api, class F>
+// One entry point from a loaded library; false + *why if it is missing.
+template <class F>
 bool resolve(void* lib, const char* sym, F& fn, std::string* why) {
   fn = reinterpret_cast<F>(dlsym(lib, sym));
   if (!fn && why) *why = std::string("missing symbol ") + sym;
   return fn != nullptr;
 }
+
+// The entry points both compilers have, as X(member, function), the function named by pasting the API's
+// prefix (nvrtc, hiprtc). The code getters differ in name (GetCUBIN / GetCode): each API lists those itself.
+#define MORI_RTC_COMMON_ENTRY_POINTS(X, P)                                                     \
+  X(version, P##Version)                                                                       \
+  X(create, P##CreateProgram) X(destroy, P##DestroyProgram) X(add_name, P##AddNameExpression)  \
+      X(compile, P##CompileProgram) X(log_size, P##GetProgramLogSize) X(log, P##GetProgramLog) \
+          X(lowered_name, P##GetLoweredName) X(error_string, P##GetErrorString)
+#define MORI_RTC_DECLARE(member, fn) decltype(&fn) member;
+#define MORI_RTC_RESOLVE(member, fn) ok = ok && resolve(lib, #fn, api.member, why);
 
 }  // namespace mori::symm::detail

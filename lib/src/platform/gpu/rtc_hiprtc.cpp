@@ -12,17 +12,9 @@ struct HiprtcApi {
   static constexpr const char* kName = "hiprtc";
   static constexpr const char* kPrefix = "hiprtc";
   static constexpr const char* kArchOption = "--offload-arch=";
-  decltype(&hiprtcVersion) version;
-  decltype(&hiprtcCreateProgram) create;
-  decltype(&hiprtcDestroyProgram) destroy;
-  decltype(&hiprtcAddNameExpression) add_name;
-  decltype(&hiprtcCompileProgram) compile;
-  decltype(&hiprtcGetProgramLogSize) log_size;
-  decltype(&hiprtcGetProgramLog) log;
+  MORI_RTC_COMMON_ENTRY_POINTS(MORI_RTC_DECLARE, hiprtc)
   decltype(&hiprtcGetCodeSize) code_size;
   decltype(&hiprtcGetCode) code;
-  decltype(&hiprtcGetLoweredName) lowered_name;
-  decltype(&hiprtcGetErrorString) error_string;
 };
 
 }  // namespace
@@ -33,20 +25,13 @@ std::unique_ptr<RuntimeCompiler> load_hiprtc(std::string* why) {
   void* lib = open_first({"libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so"},
                          {rocm ? std::string(rocm) + "/lib" : "", "/opt/rocm/lib"}, &path, why);
   if (!lib) return nullptr;
-  HiprtcApi a{};
-  bool ok = resolve<HiprtcApi>(lib, "hiprtcVersion", a.version, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcCreateProgram", a.create, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcDestroyProgram", a.destroy, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcAddNameExpression", a.add_name, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcCompileProgram", a.compile, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetProgramLogSize", a.log_size, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetProgramLog", a.log, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetCodeSize", a.code_size, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetCode", a.code, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetLoweredName", a.lowered_name, why) &&
-            resolve<HiprtcApi>(lib, "hiprtcGetErrorString", a.error_string, why);
+  HiprtcApi api{};
+  bool ok = true;
+  MORI_RTC_COMMON_ENTRY_POINTS(MORI_RTC_RESOLVE, hiprtc)
+  MORI_RTC_RESOLVE(code_size, hiprtcGetCodeSize)
+  MORI_RTC_RESOLVE(code, hiprtcGetCode)
   if (!ok) return nullptr;
-  return std::make_unique<RtcCompiler<HiprtcApi>>(a, path);
+  return std::make_unique<RtcCompiler<HiprtcApi>>(api, path);
 }
 
 }  // namespace mori::symm::detail

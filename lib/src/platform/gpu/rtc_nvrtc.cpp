@@ -12,17 +12,9 @@ struct NvrtcApi {
   static constexpr const char* kPrefix = "nvrtc";
   // NVRTC wants this spelling; "-arch=sm_90" is refused as an invalid option.
   static constexpr const char* kArchOption = "--gpu-architecture=";
-  decltype(&nvrtcVersion) version;
-  decltype(&nvrtcCreateProgram) create;
-  decltype(&nvrtcDestroyProgram) destroy;
-  decltype(&nvrtcAddNameExpression) add_name;
-  decltype(&nvrtcCompileProgram) compile;
-  decltype(&nvrtcGetProgramLogSize) log_size;
-  decltype(&nvrtcGetProgramLog) log;
+  MORI_RTC_COMMON_ENTRY_POINTS(MORI_RTC_DECLARE, nvrtc)
   decltype(&nvrtcGetCUBINSize) code_size;
   decltype(&nvrtcGetCUBIN) code;
-  decltype(&nvrtcGetLoweredName) lowered_name;
-  decltype(&nvrtcGetErrorString) error_string;
 };
 
 }  // namespace
@@ -36,20 +28,13 @@ std::unique_ptr<RuntimeCompiler> load_nvrtc(std::string* why) {
                           cuda_path ? std::string(cuda_path) + "/lib64" : "", "/usr/local/cuda/lib64"},
                          &path, why);
   if (!lib) return nullptr;
-  NvrtcApi a{};
-  bool ok = resolve<NvrtcApi>(lib, "nvrtcVersion", a.version, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcCreateProgram", a.create, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcDestroyProgram", a.destroy, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcAddNameExpression", a.add_name, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcCompileProgram", a.compile, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetProgramLogSize", a.log_size, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetProgramLog", a.log, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetCUBINSize", a.code_size, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetCUBIN", a.code, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetLoweredName", a.lowered_name, why) &&
-            resolve<NvrtcApi>(lib, "nvrtcGetErrorString", a.error_string, why);
+  NvrtcApi api{};
+  bool ok = true;
+  MORI_RTC_COMMON_ENTRY_POINTS(MORI_RTC_RESOLVE, nvrtc)
+  MORI_RTC_RESOLVE(code_size, nvrtcGetCUBINSize)
+  MORI_RTC_RESOLVE(code, nvrtcGetCUBIN)
   if (!ok) return nullptr;
-  return std::make_unique<RtcCompiler<NvrtcApi>>(a, path);
+  return std::make_unique<RtcCompiler<NvrtcApi>>(api, path);
 }
 
 }  // namespace mori::symm::detail
