@@ -314,9 +314,13 @@ void run_scenario(ToolEnv& env, Journal& j, const Options& o, const Scenario& s,
   }
   rt.stream_destroy(c.stream);
   if (std::string(s.name) != "atexit") {
+    // A fault left by the scenario (a write into memory unmapped under it) is sticky and surfaces at the next
+    // synchronisation: journaled as a step of its own, so the report names it instead of a lost rank.
+    j.step("final_sync", -1, [&] { rt.device_sync(); });
     boot.barrier(std::string("teardown.") + s.name + ".end");
     const auto live1 = rt.live_resources();
-    const auto free1 = rt.mem_info().free_bytes;
+    std::uint64_t free1 = free0;
+    j.step("leak_check", -1, [&] { free1 = rt.mem_info().free_bytes; });
     const std::int64_t lost = rt.platform() == Platform::host
                                   ? 0
                                   : static_cast<std::int64_t>(free0) - static_cast<std::int64_t>(free1);
