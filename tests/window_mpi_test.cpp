@@ -4,11 +4,10 @@
 // pointer array, once through LSA addressing (base + p * stride), and checks every byte it received. With
 // --cycles N it repeats alloc -> rendezvous -> teardown and checks that the fd count and the runtime's live
 // resources end where they started. --size-by-rank gives each rank a different size (the mismatch test).
-#include <dirent.h>
-
 #include <cstring>
 
 #include "mori/symm/error.hpp"
+#include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/probe.hpp"
 #include "mori/symm/tool.hpp"
@@ -28,18 +27,10 @@ struct Options {
   bool check_every_cycle = false;
 };
 
-int count_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n;
-}
-
 std::uint32_t pattern(int writer, int target, std::size_t word, int model) {
-  return static_cast<std::uint32_t>((writer + 1) * 0x01000193u) ^ static_cast<std::uint32_t>((target + 7) << 20) ^
-         static_cast<std::uint32_t>(word * 2654435761u) ^ static_cast<std::uint32_t>(model << 30);
+  return static_cast<std::uint32_t>((writer + 1) * 0x01000193u) ^
+         static_cast<std::uint32_t>((target + 7) << 20) ^ static_cast<std::uint32_t>(word * 2654435761u) ^
+         static_cast<std::uint32_t>(model << 30);
 }
 
 // Each rank's slot is split into world segments; writer w owns segment w of every target.
@@ -55,16 +46,17 @@ long exchange(ToolEnv& env, Window& w, int model) {
     if (model == 0) {
       dst = w.peer_ptrs()[static_cast<std::size_t>(t)];
     } else if (boot.team_rank_of(t) >= 0) {
-      dst = static_cast<std::uint8_t*>(lsa.base) + static_cast<std::size_t>(boot.team_rank_of(t)) * lsa.stride;
+      dst =
+          static_cast<std::uint8_t*>(lsa.base) + static_cast<std::size_t>(boot.team_rank_of(t)) * lsa.stride;
     }
     const bool same_team = boot.team_rank_of(t) >= 0;
     if ((dst != nullptr) != same_team)
-      throw CheckFailed("rank " + std::to_string(t) + ": pointer is " + (dst ? "set" : "null") + " but the rank is " +
-                        (same_team ? "" : "not ") + "in this team");
+      throw CheckFailed("rank " + std::to_string(t) + ": pointer is " + (dst ? "set" : "null") +
+                        " but the rank is " + (same_team ? "" : "not ") + "in this team");
     if (!dst) continue;
     for (std::size_t i = 0; i < seg_words; ++i) buf[i] = pattern(me, t, i, model);
-    rt.copy_to_device(static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(me) * seg_words * 4, buf.data(),
-                      seg_words * 4);
+    rt.copy_to_device(static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(me) * seg_words * 4,
+                      buf.data(), seg_words * 4);
   }
   rt.device_sync();
   boot.barrier("test.written");
@@ -97,7 +89,7 @@ int run(ToolEnv& env, const Options& o) {
   long wrong = 0;
   for (int c = 0; c < o.cycles; ++c) {
     if (c == 1) {  // after the first cycle: lazily created state (logger, MPI buffers) exists by now
-      fds0 = count_fds();
+      fds0 = count_open_fds();
       live0 = rt.live_resources();
     }
     Window w(rt, wo);
@@ -110,16 +102,17 @@ int run(ToolEnv& env, const Options& o) {
     if (!w.torn_down()) throw CheckFailed("window not fully torn down");
   }
   if (o.cycles > 1) {
-    const int fds1 = count_fds();
+    const int fds1 = count_open_fds();
     const auto live1 = rt.live_resources();
     if (fds1 != fds0 || live1.handles != live0.handles || live1.mappings != live0.mappings ||
         live1.reservations != live0.reservations)
-      throw CheckFailed("resources grew over " + std::to_string(o.cycles) + " cycles: fds " + std::to_string(fds0) +
-                        " -> " + std::to_string(fds1) + ", handles " + std::to_string(live0.handles) + " -> " +
-                        std::to_string(live1.handles) + ", mappings " + std::to_string(live0.mappings) + " -> " +
+      throw CheckFailed("resources grew over " + std::to_string(o.cycles) + " cycles: fds " +
+                        std::to_string(fds0) + " -> " + std::to_string(fds1) + ", handles " +
+                        std::to_string(live0.handles) + " -> " + std::to_string(live1.handles) +
+                        ", mappings " + std::to_string(live0.mappings) + " -> " +
                         std::to_string(live1.mappings));
-    std::printf("rank %d: %d cycles, fds %d -> %d, mappings %lld -> %lld\n", boot.rank(), o.cycles, fds0, fds1,
-                static_cast<long long>(live0.mappings), static_cast<long long>(live1.mappings));
+    std::printf("rank %d: %d cycles, fds %d -> %d, mappings %lld -> %lld\n", boot.rank(), o.cycles, fds0,
+                fds1, static_cast<long long>(live0.mappings), static_cast<long long>(live1.mappings));
   }
   std::printf("rank %d: team %d/%d, wrong %ld\n", boot.rank(), boot.team_rank(), boot.team_size(), wrong);
   return wrong ? 1 : 0;

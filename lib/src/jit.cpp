@@ -380,6 +380,7 @@ Json Jit::stats_json() const {
   j["arch"] = arch_;
   j["compiler"] = rtc_ ? rtc_->name() + " " + rtc_->version() : "not loaded";
   j["cache_dir"] = root_.empty() ? Json(nullptr) : Json(root_);
+  j["kernel_dir"] = kernel_dir();
   if (!memory_reason_.empty()) j["in_memory_reason"] = memory_reason_;
   j["cold_compile_ms"] = cold;
   j["cache_load_ms"] = load;
