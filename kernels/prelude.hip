@@ -16,10 +16,6 @@ __device__ __forceinline__ u64 mori_now_ns() {
   return t;
 }
 __device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
-// Store with system-scope release semantics, visible to other processes' kernels on the same or another GPU.
-__device__ __forceinline__ void mori_store_release_sys(u32* p, u32 v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 __device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
   u32 v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -43,9 +39,6 @@ __device__ __forceinline__ void mori_spin_pause() { __nanosleep(32); }
 #define MORI_WALLCLOCK_HZ 100000000ull
 __device__ __forceinline__ u64 mori_now_ns() { return wall_clock64() * (1000000000ull / MORI_WALLCLOCK_HZ); }
 __device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
-__device__ __forceinline__ void mori_store_release_sys(u32* p, u32 v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
-}
 __device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }

@@ -215,10 +215,6 @@ detail::RuntimeCompiler& Jit::compiler() {
   return *rtc_;
 }
 
-std::string Jit::compiler_version() {
-  return compiler().name() + " " + compiler().version();
-}
-
 std::vector<std::string> Jit::options() {
   std::vector<std::string> o = {compiler().arch_option(arch_), "-std=c++17",
                                 "-DMORI_KERNEL_PLATFORM_" + platform_};
@@ -246,10 +242,6 @@ std::string Jit::key_of(const KernelSpec& spec, const std::string& source) {
   for (const auto& o : options()) parts.push_back(o);
   for (const auto& i : spec.instantiations) parts.push_back(i);
   return hash_hex(parts) + hash_hex({parts[0], spec.file});
-}
-
-std::string Jit::cache_dir() const {
-  return root_;
 }
 
 CompiledKernels Jit::get(const KernelSpec& spec) {

@@ -37,7 +37,6 @@ class FdChannel {
 
   // Datagrams dropped so far (foreign, malformed, duplicate).
   std::uint64_t rejected() const noexcept { return rejected_; }
-  int socket_fd() const noexcept { return sock_; }
 
  private:
   // Reads one datagram; returns true with (sender, tag, fd) if it passed every check.

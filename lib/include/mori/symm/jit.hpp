@@ -61,8 +61,6 @@ class Jit {
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
   Json stats_json() const;
-  std::string cache_dir() const;  // "" when compiling in memory
-  std::string compiler_version();
   // MORI_PRECOMPILE=1: the caller should build every kernel of the catalog up front.
   static bool precompile_requested();
 
