@@ -1,10 +1,16 @@
-// One-shot all-to-all over a symmetric window: every rank pushes chunk p of its source into rank p's window at
-// offset me * chunk. Both addressing models from one source:
+// One-shot all-to-all over a symmetric window (README "The all-to-all contract"). Every rank pushes chunk p of
+// its source into rank p's window, slot `me` of the receive buffer of the current parity; then all ranks
+// synchronise. Both addressing models from one source:
 //   kLsa = 0: the destination base comes from the pointer array, peers[p]
 //   kLsa = 1: it is computed, lsa_base + p * stride
-// kSync = 1 fuses a device-side barrier over the signal pad into the same kernel: the last block to finish
-// signals every peer and waits (bounded) until every peer has signalled it. Flags carry an epoch advanced on
-// the device, so a captured graph replays correctly.
+// kSync = 1 fuses a device-side barrier over the signal pad into the same kernel.
+//
+// Reusable contract: launch n (n = the epoch in the signal pad when it starts) writes receive buffer n & 1.
+// A rank starts launch n + 1 only after every peer signalled the end of its launch n, which that peer started
+// after its stream-ordered consumer of launch n - 1; so nobody writes a buffer that its owner may still read.
+// The epoch is advanced on the device by the last block of each launch, so a captured graph replays correctly.
+//
+// Host runtime: kernels/a2a_host.cpp runs the same algorithm over the same layout with the same pattern.
 
 // Signal pad layout (per rank, at signal_offset inside its slot).
 struct MoriSignalPad {
@@ -14,84 +20,147 @@ struct MoriSignalPad {
   u32 flags[1];  // flags[q] = the epoch rank q last signalled to this rank (world entries)
 };
 
+// Receive layout: two buffers (parity 0 and 1) of `world` slots each. Slot s holds the chunk from rank s at
+// offset s * pitch; pitch leaves a gap of at least 16 bytes after each chunk, which stays poisoned (a guard).
+struct MoriA2aLayout {
+  u64 chunk;   // bytes per (source, destination)
+  u64 pitch;   // bytes between slots (multiple of 256, > chunk)
+  u64 region;  // bytes of one parity buffer = world * pitch
+  u64 signal_offset;
+};
+
+// Mutations for the verification's own tests (MORI_FAULT a2a.no-barrier / a2a.stale / a2a.overrun).
+#define MORI_MUTATE_NO_WAIT 1u  // signal the peers but do not wait for them
+#define MORI_MUTATE_STALE 2u    // skip every data store of this launch
+#define MORI_MUTATE_OVERRUN 4u  // write 16 bytes past the end of each chunk
+
+// Status written by a kernel whose bounded wait expired: word 0 = 1, word 1 + q = 1 for each missing rank q.
+__device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset) {
+  return reinterpret_cast<MoriSignalPad*>(base + signal_offset);
+}
+
 __device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, char* lsa_base, u64 stride, int p) {
   return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(peers[p]);
 }
 
-template <int kLsa, int kSync, int kUnroll>
-__global__ void __launch_bounds__(512) a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers,
-                                                char* lsa_base, u64 stride, int world, int me, u64 chunk_bytes,
-                                                int blocks_per_peer, u64 signal_offset, u64 timeout_ns) {
-  const int slot = blockIdx.x / blocks_per_peer;
-  const int part = blockIdx.x % blocks_per_peer;
-  const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
-  const u64 n = chunk_bytes / 16;
-  const uint4* s = src + static_cast<u64>(p) * n;
-  uint4* d = reinterpret_cast<uint4*>(mori_peer_base(kLsa, peers, lsa_base, stride, p) +
-                                      static_cast<u64>(me) * chunk_bytes);
-  const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
-  u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
-  // kUnroll loads in flight before the stores.
-  for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = mori_load_nc(s + i + u * step);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
-  }
-  for (; i < n; i += step) mori_store_nt(d + i, mori_load_nc(s + i));
-
-  if (kSync) {
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    MoriSignalPad* mine = reinterpret_cast<MoriSignalPad*>(mori_peer_base(kLsa, peers, lsa_base, stride, me) +
-                                                           signal_offset);
-    mori_fence_system();  // this block's stores are visible everywhere before it counts as arrived
-    if (mori_atomic_add_device(&mine->arrive, 1u) != gridDim.x - 1) return;
-    // Last block of this launch: every block's stores are done and fenced.
-    mine->arrive = 0;
-    const u32 epoch = mine->epoch + 1;
-    mine->epoch = epoch;
-    // One system-scope fence orders every block's stores (each fenced and counted above) before all the flags;
-    // a release per flag would pay that fence world times (measured: ~2.5 us per rank on the H200).
-    mori_fence_system();
-    for (int q = 0; q < world; ++q) {
-      MoriSignalPad* peer =
-          reinterpret_cast<MoriSignalPad*>(mori_peer_base(kLsa, peers, lsa_base, stride, q) + signal_offset);
-      mori_store_relaxed_sys(&peer->flags[me], epoch);
-    }
-    const u64 t0 = mori_now_ns();
-    for (int q = 0; q < world; ++q) {
-      while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
-        mori_spin_pause();
-        if (mori_now_ns() - t0 > timeout_ns) {
-          for (int r = 0; r < world; ++r)
-            if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0)
-              printf("mori a2a device barrier: rank %d timed out after %llu ns waiting for rank %d (epoch %u)\n", me,
-                     timeout_ns, r, epoch);
-          mori_trap();
-        }
+// Signal every peer with this rank's epoch, then wait (bounded) until every peer has signalled it. On timeout
+// the wait stops, the missing ranks are recorded in `status` and the kernel returns (no trap: under MPS a trap
+// would take every client of the GPU down).
+template <int kLsa>
+__device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64 stride, int world, int me,
+                                         u64 signal_offset, u32 epoch, u64 timeout_ns, u32 mutate,
+                                         u32* status) {
+  MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), signal_offset);
+  for (int q = 0; q < world; ++q)
+    mori_store_relaxed_sys(&mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me],
+                           epoch);
+  if (mutate & MORI_MUTATE_NO_WAIT) return;
+  const u64 t0 = mori_now_ns();
+  for (int q = 0; q < world; ++q) {
+    while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
+      mori_spin_pause();
+      if (mori_now_ns() - t0 > timeout_ns) {
+        status[0] = 1;
+        for (int r = 0; r < world; ++r)
+          if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0) status[1 + r] = 1;
+        return;
       }
     }
   }
 }
 
-// Fills the source: element (p, word) = pattern(me, p, word).
-__global__ void a2a_fill(u32* src, int world, int me, u64 chunk_bytes) {
-  const u64 words = chunk_bytes / 4;
-  const u64 total = words * static_cast<u64>(world);
-  for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<u64>(gridDim.x) * blockDim.x)
-    src[i] = mori_pattern(static_cast<u32>(me), static_cast<u32>(i / words), i % words);
+template <int kLsa, int kSync, int kUnroll>
+__global__ void __launch_bounds__(512)
+    a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride, int world,
+             int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
+  const int slot = blockIdx.x / blocks_per_peer;
+  const int part = blockIdx.x % blocks_per_peer;
+  const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
+  MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
+  const u32 parity = *reinterpret_cast<volatile u32*>(&mine->epoch) & 1u;
+  const u64 n = L.chunk / 16;
+  const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
+  char* dbytes = mori_peer_base(kLsa, peers, lsa_base, stride, p) + parity * L.region + static_cast<u64>(me) * L.pitch;
+  uint4* d = reinterpret_cast<uint4*>(dbytes);
+  if (!(mutate & MORI_MUTATE_STALE)) {
+    const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
+    u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
+    // kUnroll loads in flight before the stores.
+    for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = mori_load_nc(s + i + u * step);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
+    }
+    for (; i < n; i += step) mori_store_nt(d + i, mori_load_nc(s + i));
+    // Tail: the chunk's last (chunk % 16) bytes, one byte per thread of the peer's first block.
+    const u64 tail = L.chunk % 16;
+    if (part == 0 && threadIdx.x < tail) {
+      const u64 b = n * 16 + threadIdx.x;
+      dbytes[b] = reinterpret_cast<const char*>(s)[b];
+    }
+    if ((mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0)
+    {
+      uint4 junk;
+      junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
+      mori_store_nt(reinterpret_cast<uint4*>(dbytes + ((L.chunk + 15) / 16) * 16), junk);
+    }
+  }
+
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  // This block's stores are ordered before its arrival at GPU scope; the last block's system-scope fence then
+  // orders every counted block's stores before the flags (causality is transitive across the two scopes).
+  __threadfence();
+  if (mori_atomic_add_device(&mine->arrive, 1u) != gridDim.x - 1) return;
+  mine->arrive = 0;
+  const u32 epoch = mine->epoch + 1;
+  mine->epoch = epoch;
+  if (!kSync) return;
+  mori_fence_system();
+  mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, epoch, timeout_ns, mutate,
+                                 status);
 }
 
-// Counts the words of the local window that differ from what source rank (i / words) should have written.
-__global__ void a2a_verify(const u32* win, int world, int me, u64 chunk_bytes, u64* wrong) {
-  const u64 words = chunk_bytes / 4;
+// Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).
+__global__ void a2a_delay(u64 ns) {
+  if (threadIdx.x != 0) return;
+  const u64 t0 = mori_now_ns();
+  while (mori_now_ns() - t0 < ns) mori_spin_pause();
+}
+
+// Fills the source for the next launch: slot p, word i = pattern(me, p, i, tag), tag = the epoch that launch
+// will complete (read from the pad on the device, so a captured graph gets a new tag each replay).
+__global__ void a2a_fill(u32* src, int world, int me, MoriA2aLayout L, const u32* epoch) {
+  const u32 tag = *reinterpret_cast<const volatile u32*>(epoch) + 1u;
+  const u64 words = (L.chunk + 3) / 4, pitch_words = L.pitch / 4;
   const u64 total = words * static_cast<u64>(world);
-  u64 bad = 0;
   for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<u64>(gridDim.x) * blockDim.x)
-    bad += win[i] != mori_pattern(static_cast<u32>(i / words), static_cast<u32>(me), i % words);
+       i += static_cast<u64>(gridDim.x) * blockDim.x) {
+    const u64 p = i / words, w = i % words;
+    src[p * pitch_words + w] = mori_pattern(static_cast<u32>(me), static_cast<u32>(p), w, tag);
+  }
+}
+
+// Counts the bytes of the receive buffer of the last completed launch that differ from what they should hold:
+// slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
+// Counted per 32-bit word: a word is wrong when any of its bytes is.
+__global__ void a2a_verify(const u32* win, int world, int me, MoriA2aLayout L, const u32* epoch_ptr,
+                           unsigned long long* wrong) {
+  const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
+  const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
+  const u64 pitch_words = L.pitch / 4;
+  const u64 total = pitch_words * static_cast<u64>(world);
+  unsigned long long bad = 0;
+  for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<u64>(gridDim.x) * blockDim.x) {
+    const u64 s = i / pitch_words, w = i % pitch_words;
+    const u32 want = mori_pattern(static_cast<u32>(s), static_cast<u32>(me), w, epoch);
+    u32 expect = 0xFFFFFFFFu;
+    for (u32 b = 0; b < 4; ++b)
+      if (w * 4 + b < L.chunk) expect = (expect & ~(0xFFu << (8 * b))) | (want & (0xFFu << (8 * b)));
+    bad += buf[i] != expect;
+  }
   if (bad) atomicAdd(wrong, bad);
 }

@@ -59,10 +59,11 @@ __device__ __forceinline__ void mori_spin_pause() { __builtin_amdgcn_s_sleep(1);
 #error "compile with -DMORI_KERNEL_PLATFORM_cuda or -DMORI_KERNEL_PLATFORM_amd"
 #endif
 
-// The verification pattern: unique per (source rank, destination rank, 32-bit word), top bit clear so that
-// it never equals the 0xFFFFFFFF poison. The host runtime computes the same function (a2a.cpp).
-__device__ __forceinline__ u32 mori_pattern(u32 src, u32 dst, u64 word) {
+// The verification pattern: unique per (source rank, destination rank, 32-bit word, iteration tag), top bit
+// clear so that it never equals the 0xFFFFFFFF poison. kernels/a2a_host.cpp computes the same function.
+__device__ __forceinline__ u32 mori_pattern(u32 src, u32 dst, u64 word, u32 tag) {
   u64 x = (static_cast<u64>(src) << 48) ^ (static_cast<u64>(dst) << 32) ^ word;
+  x ^= static_cast<u64>(tag) * 0x9e3779b97f4a7c15ull;
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
   x ^= x >> 33;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mori-a2a on the host runtime with real mpirun jobs: verification, corruption, bad arguments.
+"""mori-a2a on the host runtime with real mpirun jobs: verification, its mutants, tails, references.
 
 usage: a2a_test.py BIN_DIR MPIRUN...
 """
@@ -47,31 +47,41 @@ with tempfile.TemporaryDirectory() as tmp:
             v, vout = validate(j) if doc else (False, "")
             check(f"{n} ranks, {ht}: JSON validates against a2a.schema.json", v, vout)
 
-    # One element corrupted on purpose on rank 1: exit 1 and exactly that count, per configuration.
-    j = os.path.join(tmp, "corrupt.json")
-    rc, out = job(2, ["--chunk-kib", "64", "--iters", "2", "--sync", "host", "--addressing", "ptr", "--json", j],
-                  {"MORI_FAULT": "a2a.corrupt:1"})
-    doc = json.load(open(j)) if os.path.exists(j) else None
-    check("corrupted element: exit 1, wrong == 1", rc == 1 and doc is not None and doc["wrong"] == 1
-          and doc["results"][0]["wrong"] == 1 and "1 wrong element" in out, out)
+    # The verification's own mutants at 4 ranks with device sync: each must fail with exit 1 and wrong > 0.
+    for fault in ("a2a.no-barrier:*", "a2a.no-barrier:0", "a2a.stale:1", "a2a.overrun:2"):
+        j = os.path.join(tmp, "mutant.json")
+        if os.path.exists(j):
+            os.unlink(j)
+        rc, out = job(4, ["--chunk-kib", "256", "--iters", "3", "--sync", "device", "--json", j],
+                      {"MORI_FAULT": fault})
+        doc = json.load(open(j)) if os.path.exists(j) else None
+        check(f"mutant {fault}: exit 1, wrong > 0", rc == 1 and doc is not None and doc["wrong"] > 0
+              and "wrong element" in out, out)
 
-    bad = [
-        (["--chunk-kib", "0"], "chunk size: must be > 0"),
-        (["--chunk-kib", "-4"], "--chunk-kib: '-4' is not a size"),
-        (["-b", "100", "-e", "100"], "not a multiple of 16"),
-        (["--chunk-kib", "99999999999"], "exceeds 16 GiB"),
-        (["--addressing", "flat"], "--addressing: unknown value 'flat'"),
-        (["--sync", "host", "--graph", "4"], "--graph: needs --sync device"),
-        (["--iters", "0"], "--iters: must be in 1..1000000"),
-        (["--chunk-kib", "abc"], "is not a size"),
-        (["--timeout-s", "0"], "--timeout-s: must be in (0, 86400]"),
-        (["--json", "/nonexistent-dir/x.json"], "--json: folder '/nonexistent-dir' does not exist"),
-        (["--handle-type", "dmabuf"], "--handle-type: unknown value 'dmabuf'"),
-        (["--backend", "tpu"], "--backend: unknown value 'tpu'"),
-        (["-b", "1M"], "-b/-e: give both"),
-        (["--blocks-per-peer", "70000"], "--blocks-per-peer: must be in 0..65535"),
-    ]
-    for args, msg in bad:
+    # Sizes that are not multiples of 16 bytes (tails), 3 ranks: right; an overrun past a 49-byte chunk is seen.
+    j = os.path.join(tmp, "tails.json")
+    rc, out = job(3, ["-b", "1", "-e", "100", "-f", "7", "--iters", "3", "--json", j])
+    doc = json.load(open(j)) if os.path.exists(j) else None
+    check("tails: 1, 7, 49 bytes verified right", rc == 0 and doc is not None and doc["wrong"] == 0
+          and sorted({r["chunk_bytes"] for r in doc["results"]}) == [1, 7, 49], out)
+    rc, out = job(3, ["-b", "49", "-e", "49", "--iters", "3", "--sync", "device", "--json", j],
+                  {"MORI_FAULT": "a2a.overrun:0"})
+    doc = json.load(open(j)) if os.path.exists(j) else None
+    check("tail overrun: exit 1, wrong > 0", rc == 1 and doc is not None and doc["wrong"] > 0, out)
+
+    # Every row carries its references, and the ceiling is a bound.
+    j = os.path.join(tmp, "refs.json")
+    rc, out = job(2, ["--chunk-kib", "1024", "--iters", "20", "--json", j])
+    doc = json.load(open(j)) if os.path.exists(j) else None
+    rows = doc["results"] if doc else []
+    check("references: push alone, sync alone, ceiling with two rounds, physical source; total <= 1.05 ceiling",
+          rc == 0 and rows and all(r["push_only_us"] > 0 and r["sync_only_us"] > 0 and r["samples"] >= 20
+                                  and {c["round"] for c in r["ceilings"]} == {1, 2}
+                                  and r["physical_source"] and r["verified_epochs"] >= 2
+                                  and r["total_bw_gbps"] <= 1.05 * r["ceiling_bw_gbps"] for r in rows), out)
+
+    for args, msg in [(["--verify-epochs", "1"], "--verify-epochs: must be in 2..64"),
+                      (["--skew-us", "5000000"], "--skew-us: at most 1000000")]:
         rc, out = job(2, args)
         lines = [l for l in out.splitlines() if "mori-a2a: error" in l]
         check(f"bad {' '.join(args)}: exit 2 on both ranks, one line naming the option",

@@ -78,6 +78,7 @@ class FakeRuntime final : public Runtime {
   Stream stream_create() override { return host_->stream_create(); }
   void stream_destroy(Stream s) noexcept override { host_->stream_destroy(s); }
   void stream_sync(Stream s) override { host_->stream_sync(s); }
+  void stream_wait_event(Stream s, Event e) override { host_->stream_wait_event(s, e); }
   void device_sync() override {}
   Event event_create() override { return host_->event_create(); }
   void event_destroy(Event e) noexcept override { host_->event_destroy(e); }

@@ -45,17 +45,25 @@ std::vector<std::size_t> chunk_sizes(const Options& o) {
   return v;
 }
 
-void print_table(const std::vector<A2aResult>& rs, int world) {
-  std::printf("# mori-a2a  world %d\n", world);
-  std::printf("%10s %5s %6s %5s %5s %10s %10s %10s %10s %8s %7s\n", "chunk", "addr", "sync", "graph", "bpp",
-              "p50_us", "agg_GB/s", "total_GB/s", "ceil_GB/s", "ceil_%", "#wrong");
+void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) {
+  std::printf(
+      "# mori-a2a  world %d  (contract: double-buffered; ceiling = best copy of the same bytes, same run)\n",
+      world);
+  std::printf("%10s %5s %6s %5s %5s %9s %9s %9s %10s %10s %7s %9s %7s %s\n", "chunk", "addr", "sync", "graph",
+              "bpp", "p50_us", "push_us", "sync_us", "total_GB/s", "ceil_GB/s", "ceil_%", "phys_GB/s",
+              "#wrong", "notes");
   for (const auto& r : rs) {
-    std::printf("%9zuK %5s %6s %5s %5d %10.2f %10.1f %10.1f %10.1f %7.1f%% %7llu\n", r.chunk_bytes >> 10,
+    std::string notes;
+    if (r.physical.l2_resident) notes += " L2-resident";
+    if (time_sliced) notes += " TIME-SLICED(no MPS)";
+    char phys[32] = "-";
+    if (r.physical.gbps) std::snprintf(phys, sizeof(phys), "%.0f", *r.physical.gbps);
+    std::printf("%9zuB %5s %6s %5s %5d %9.2f %9.2f %9.2f %10.1f %10.1f %6.1f%% %9s %7llu%s\n", r.chunk_bytes,
                 to_string(r.addressing), to_string(r.sync),
                 r.graph ? std::to_string(r.graph_iters).c_str() : "-", r.blocks_per_peer, r.time_us.p50,
-                r.agg_bw_gbps, r.total_bw_gbps, r.ceiling_bw_gbps,
-                r.ceiling_bw_gbps > 0 ? 100.0 * r.total_bw_gbps / r.ceiling_bw_gbps : 0.0,
-                static_cast<unsigned long long>(r.wrong));
+                r.push_only_us, r.sync_only_us, r.total_bw_gbps, r.ceiling.gbps,
+                r.ceiling.gbps > 0 ? 100.0 * r.total_bw_gbps / r.ceiling.gbps : 0.0, phys,
+                static_cast<unsigned long long>(r.wrong), notes.c_str());
   }
   // ptr vs lsa, same chunk / sync / graph.
   std::map<std::tuple<std::size_t, int, int>, std::pair<double, double>> pairs;
@@ -65,21 +73,12 @@ void print_table(const std::vector<A2aResult>& rs, int world) {
   }
   for (const auto& [k, v] : pairs)
     if (v.first > 0 && v.second > 0)
-      std::printf("# ptr vs lsa  chunk %zuK sync %s graph %d: ptr %.2f us, lsa %.2f us (lsa %+.1f%%)\n",
-                  std::get<0>(k) >> 10, std::get<1>(k) ? "device" : "host", std::get<2>(k), v.first, v.second,
+      std::printf("# ptr vs lsa  chunk %zuB sync %s graph %d: ptr %.2f us, lsa %.2f us (lsa %+.1f%%)\n",
+                  std::get<0>(k), std::get<1>(k) ? "device" : "host", std::get<2>(k), v.first, v.second,
                   100.0 * (v.second - v.first) / v.first);
 }
 
-int run(ToolEnv& env, Options& o) {
-  A2aBench bench(env, o.cfg);
-  auto results = bench.run([](const std::string& line) { spdlog::info("{}", line); });
-  std::uint64_t wrong = 0;
-  for (const auto& r : results) wrong += r.wrong;
-  Json doc;
-  doc["schema"] = "mori.a2a/1";
-  doc["meta"] = make_meta(env, bench.handle_type());
-  doc["meta"]["jit"] = bench.jit_json();
-  doc["meta"].update(bench.extra_meta());
+Json config_json(const Options& o, const ToolEnv& env) {
   Json cfg;
   Json chunks = Json::array();
   for (auto c : o.cfg.chunks) chunks.push_back(c);
@@ -91,16 +90,33 @@ int run(ToolEnv& env, Options& o) {
   cfg["unroll"] = o.cfg.unroll;
   cfg["warmup"] = o.cfg.warmup;
   cfg["iters"] = o.cfg.iters;
+  cfg["verify_epochs"] = o.cfg.verify_epochs;
+  cfg["skew_us"] = o.cfg.skew_us;
+  cfg["allow_time_slicing"] = o.cfg.allow_time_slicing;
   cfg["handle_type"] = o.cfg.handle_type;
   cfg["stride_quantum"] = o.cfg.stride_quantum;
   cfg["timeout_s"] = env.common.timeout_s;
-  doc["config"] = cfg;
+  return cfg;
+}
+
+int run(ToolEnv& env, Options& o) {
+  A2aBench bench(*env.rt, *env.boot, env.device, o.cfg);
+  auto results = bench.run([](const std::string& line) { spdlog::info("{}", line); });
+  std::uint64_t wrong = 0;
+  for (const auto& r : results) wrong += r.wrong;
+  Json doc;
+  doc["schema"] = "mori.a2a/2";
+  doc["meta"] = make_meta(env, bench.handle_type());
+  doc["meta"]["jit"] = bench.gather_jit_json();
+  doc["meta"].update(bench.extra_meta());
+  bench.finish();
+  doc["config"] = config_json(o, env);
   Json rs = Json::array();
   for (const auto& r : results) rs.push_back(to_json(r));
   doc["results"] = rs;
   doc["wrong"] = wrong;
   if (env.is_root()) {
-    if (env.common.json != "-") print_table(results, env.boot->world());
+    if (env.common.json != "-") print_table(results, env.boot->world(), bench.time_sliced());
     if (!env.common.json.empty()) write_json(env.common.json, doc);
     if (wrong)
       std::fprintf(stderr, "mori-a2a: %llu wrong element(s)\n", static_cast<unsigned long long>(wrong));
@@ -133,6 +149,15 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--warmup", o.cfg.warmup, "Untimed iterations per configuration")->capture_default_str();
     app.add_option("--iters", o.cfg.iters, "Timed iterations per configuration")->capture_default_str();
+    app.add_option("--verify-epochs", o.cfg.verify_epochs,
+                   "Back-to-back verified iterations per configuration (graph: captured, replayed twice)")
+        ->capture_default_str();
+    app.add_option("--skew-us", o.cfg.skew_us,
+                   "Delay of odd ranks before each verified push (-1 = default: 50 GPU, 3000 host)")
+        ->capture_default_str();
+    app.add_flag(
+        "--allow-time-slicing", o.cfg.allow_time_slicing,
+        "Run device sync although ranks share a GPU without MPS (numbers then measure time-slicing)");
     app.add_option("--handle-type", o.cfg.handle_type, "auto | posix_fd | fabric")->capture_default_str();
     app.add_option("--stride-quantum", o.stride_quantum, "Round the LSA stride up to this (e.g. 4G); 0 = off")
         ->capture_default_str();

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <map>
 
-#include "mori/symm/a2a.hpp"
+#include "mori/symm/units.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"

@@ -133,7 +133,7 @@ std::string hash_hex(const std::vector<std::string>& parts) {
 }
 
 std::vector<KernelSpec> kernel_catalog() {
-  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify"}};
+  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify", "a2a_delay"}};
   for (const char* lsa : {"0", "1"})
     for (const char* sync : {"0", "1"})
       for (const char* unroll : {"4", "8"})

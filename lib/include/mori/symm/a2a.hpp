@@ -1,20 +1,28 @@
-// The one-shot all-to-all benchmark engine behind mori-a2a (DESIGN.md §6).
+// The one-shot all-to-all benchmark behind mori-a2a (README "mori-a2a" and "The all-to-all contract").
 //
-// Every rank pushes chunk p of its source buffer into rank p's window at offset rank * chunk (self included),
-// then all ranks synchronise; repeat. Each configuration is verified (poisoned destinations, every element
-// checked, counts summed over ranks) in iterations separate from the timed ones, and timed against the
-// platform's own copy of the same bytes, measured in the same run.
+// Every rank pushes chunk p of its source into rank p's window, then all ranks synchronise; repeat. The
+// driver (this header) is the same for every backend: it verifies each configuration over several
+// back-to-back epochs with rank skew, times it, and measures its references in the same run (push alone,
+// synchronisation alone, the best copy of the same bytes, the physical limit). A backend engine
+// (detail/a2a_engine.hpp) only enqueues the steps.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "mori/symm/report.hpp"
-#include "mori/symm/tool.hpp"
+#include "mori/symm/json.hpp"
+#include "mori/symm/runtime.hpp"
+#include "mori/symm/stats.hpp"
+#include "mori/symm/units.hpp"
 
 namespace mori::symm {
+
+class Bootstrap;
 
 enum class Addressing { ptr, lsa };
 enum class SyncMode { host, device };
@@ -30,14 +38,36 @@ struct A2aConfig {
   int unroll = 0;           // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
   int warmup = 5;
   int iters = 20;
+  int verify_epochs =
+      4;  // back-to-back verified iterations per configuration (graph: captured, replayed twice)
+  double skew_us = -1;  // delay of odd ranks before each verified push; < 0 = the backend's default
+  bool allow_time_slicing = false;  // device sync on ranks that share a GPU without MPS
   std::string handle_type = "auto";
   std::size_t stride_quantum = 0;
 };
 
-struct TimeStats {
-  double min = 0, p50 = 0, p95 = 0, max = 0, mean = 0;  // microseconds
+// One candidate of the copy ceiling, as measured.
+struct CeilingSample {
+  std::string kind;  // "sm_copy" | "copy_engine" | "host_memcpy"
+  bool graph = false;
+  int round = 0;
+  double gbps = 0;  // all chunks of all ranks / p50 of the per-iteration maximum over ranks
 };
-TimeStats time_stats(std::vector<double> us);
+
+struct Ceiling {
+  double gbps = 0;  // best of all samples
+  std::string kind;
+  bool graph = false;
+  double spread = 0;  // |round 1 - round 2| / max, of the winning kind and mode
+  std::vector<CeilingSample> samples;
+};
+
+// The physical limit of total_bw_gbps, from device facts read at run time; nullopt gbps with the reason.
+struct PhysicalLimit {
+  std::optional<double> gbps;
+  std::string source;
+  bool l2_resident = false;  // the working set fits in L2: copies may beat the HBM figure
+};
 
 struct A2aResult {
   std::size_t chunk_bytes = 0;
@@ -47,14 +77,15 @@ struct A2aResult {
   int graph_iters = 0;
   int blocks_per_peer = 0;
   int unroll = 0;
-  int iters = 0;
+  int iters = 0;  // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
-  double kernel_us_p50 = 0;  // host sync: the kernel alone (events), without launch and barrier
+  double push_only_us = 0;  // p50 of the same push with no synchronisation, same launch mode
+  double sync_only_us = 0;  // p50 of the synchronisation alone (zero bytes), same launch mode
   double agg_bw_gbps = 0, total_bw_gbps = 0, algbw_gbps = 0, busbw_gbps = 0;
-  double ceiling_bw_gbps = 0;     // the better of the two below
-  double ceiling_plain_gbps = 0;  // copies launched back to back
-  double ceiling_graph_gbps = 0;  // the same copies captured in a graph (GPU only)
-  std::string ceiling_kind;
+  Ceiling ceiling;
+  PhysicalLimit physical;
+  int verified_epochs = 0;
+  double skew_us = 0;
   std::uint64_t wrong = 0;
 };
 
@@ -62,32 +93,37 @@ struct A2aResult {
 // device_memory: bytes of the device (0 = unknown).
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime);
 
-// Parses "256K", "64M", "1G", "4096" (bytes); throws UsageError naming `option`.
-std::size_t parse_size(const std::string& option, const std::string& text);
-
-// unroll when not given: 8 from 16 MiB chunks (measured 1.3% faster there on the H200), else 4 (2-3% faster
-// at 256 KiB).
+// unroll when not given: 8 from 16 MiB chunks (measured 1.3% faster there on the H200), else 4.
 int auto_unroll(std::size_t chunk_bytes);
 
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads);
 
+// Receive-slot pitch for a chunk: the chunk plus a poisoned guard of at least 16 bytes, 256-byte aligned.
+std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
+
 class A2aBench {
  public:
-  A2aBench(ToolEnv& env, const A2aConfig& cfg);
-  ~A2aBench();
+  // Collective over boot: allocates the window (2 x world x pitch of the largest chunk) and rendezvouses.
+  A2aBench(Runtime& rt, Bootstrap& boot, int device, const A2aConfig& cfg);
+  ~A2aBench();  // returns what is left without any collective step; never throws
   A2aBench(const A2aBench&) = delete;
   A2aBench& operator=(const A2aBench&) = delete;
 
-  // progress(line) is called on rank 0 once per chunk size.
+  // Collective. progress(line) is called on rank 0 once per chunk size.
   std::vector<A2aResult> run(const std::function<void(const std::string&)>& progress);
+  // Collective: the ordered window teardown (device sync, barrier, unmap, release, free).
+  void finish();
+  // Collective: every rank's JIT cold/warm times (null on the host runtime).
+  Json gather_jit_json();
+
   std::string handle_type() const;
-  Json jit_json() const;
+  bool time_sliced() const;  // ranks share a GPU without MPS
   Json extra_meta() const;
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 Json to_json(const A2aResult& r);

@@ -1,15 +1,12 @@
 // JSON reports: the common `meta` block (DESIGN.md §6) and writing a document atomically.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 
+#include "mori/symm/json.hpp"
 #include "mori/symm/tool.hpp"
 
 namespace mori::symm {
-
-using Json = nlohmann::ordered_json;
 
 // Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
 // handle_type may be empty where the tool used none.

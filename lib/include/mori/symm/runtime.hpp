@@ -47,6 +47,9 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int warp_size = 0;
   std::uint64_t memory_bytes = 0;
+  std::uint64_t l2_bytes = 0;          // 0 = unknown
+  std::uint64_t memory_clock_khz = 0;  // peak memory clock; 0 = unknown
+  int memory_bus_bits = 0;             // 0 = unknown
   bool vmm_supported = false;
   bool posix_fd_attribute = false;  // what the driver claims, not what works
   bool fabric_attribute = false;
@@ -118,6 +121,8 @@ class Runtime {
   virtual Stream stream_create() = 0;
   virtual void stream_destroy(Stream s) noexcept = 0;
   virtual void stream_sync(Stream s) = 0;
+  // Work enqueued on s after this call waits for e (fork/join between streams; captured into graphs too).
+  virtual void stream_wait_event(Stream s, Event e) = 0;
   virtual void device_sync() = 0;
   virtual Event event_create() = 0;
   virtual void event_destroy(Event e) noexcept = 0;

@@ -18,7 +18,7 @@ namespace mori::symm::cuda {
                       X(cuMemUnmap) X(cuMemRelease) X(cuMemAddressFree) X(cuMemRetainAllocationHandle)       \
                           X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync)    \
                               X(cuMemsetD8Async) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy)        \
-                                  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
+                                  X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
                                       X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData)        \
                                           X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)         \
                                               X(cuStreamBeginCapture) X(cuStreamEndCapture)                  \

@@ -1,5 +1,6 @@
 // The GPU runtime, written once against the HIP API. On AMD it compiles against ROCm's headers; on NVIDIA
 // against the project's HIP-on-CUDA mapping (hip_on_cuda.hpp). Platform differences live in hip_compat.hpp.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -102,6 +103,13 @@ class GpuRuntime final : public Runtime {
     d.pci_bus_id = bus;
     HIP_CHECK(hipDeviceGetAttribute(&d.multiprocessors, hipDeviceAttributeMultiprocessorCount, device));
     HIP_CHECK(hipDeviceGetAttribute(&d.warp_size, hipDeviceAttributeWarpSize, device));
+    int clock_khz = 0, bus_bits = 0, l2 = 0;
+    HIP_CHECK(hipDeviceGetAttribute(&clock_khz, hipDeviceAttributeMemoryClockRate, device));
+    HIP_CHECK(hipDeviceGetAttribute(&bus_bits, hipDeviceAttributeMemoryBusWidth, device));
+    HIP_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
+    d.memory_clock_khz = static_cast<std::uint64_t>(std::max(clock_khz, 0));
+    d.memory_bus_bits = std::max(bus_bits, 0);
+    d.l2_bytes = static_cast<std::uint64_t>(std::max(l2, 0));
     size_t total = 0;
     HIP_CHECK(hipDeviceTotalMem(&total, dev));
     d.memory_bytes = total;
@@ -262,6 +270,9 @@ class GpuRuntime final : public Runtime {
     HIP_CHECK_NOEXCEPT(hipStreamDestroy(static_cast<hipStream_t>(s)));
   }
   void stream_sync(Stream s) override { HIP_CHECK(hipStreamSynchronize(static_cast<hipStream_t>(s))); }
+  void stream_wait_event(Stream s, Event e) override {
+    HIP_CHECK(hipStreamWaitEvent(static_cast<hipStream_t>(s), static_cast<hipEvent_t>(e), 0));
+  }
   void device_sync() override { HIP_CHECK(hipDeviceSynchronize()); }
   Event event_create() override {
     hipEvent_t e{};

@@ -27,6 +27,9 @@ constexpr hipMemAllocationHandleType hipMemHandleTypeFabric = CU_MEM_HANDLE_TYPE
 constexpr hipDeviceAttribute_t hipDeviceAttributeMultiprocessorCount =
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 constexpr hipDeviceAttribute_t hipDeviceAttributeWarpSize = CU_DEVICE_ATTRIBUTE_WARP_SIZE;
+constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryClockRate = CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE;
+constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryBusWidth = CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH;
+constexpr hipDeviceAttribute_t hipDeviceAttributeL2CacheSize = CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
 constexpr hipDeviceAttribute_t hipDeviceAttributeComputeCapabilityMajor =
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
 constexpr hipDeviceAttribute_t hipDeviceAttributeComputeCapabilityMinor =
@@ -215,6 +218,9 @@ inline hipError_t hipStreamDestroy(hipStream_t s) {
 }
 inline hipError_t hipStreamSynchronize(hipStream_t s) {
   return hoc::D().cuStreamSynchronize(s);
+}
+inline hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
+  return hoc::D().cuStreamWaitEvent(s, e, flags);
 }
 inline hipError_t hipEventCreate(hipEvent_t* e) {
   return hoc::D().cuEventCreate(e, CU_EVENT_DEFAULT);

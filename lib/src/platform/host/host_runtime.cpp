@@ -300,6 +300,7 @@ class HostRuntime final : public Runtime {
   Stream stream_create() override { return reinterpret_cast<Stream>(++stream_counter_); }
   void stream_destroy(Stream) noexcept override {}
   void stream_sync(Stream) override {}
+  void stream_wait_event(Stream, Event) override {}  // host work runs in call order
   void device_sync() override {}
   Event event_create() override { return new HostEvent(); }
   void event_destroy(Event e) noexcept override { delete static_cast<HostEvent*>(e); }

@@ -1,0 +1,164 @@
+// The all-to-all on the host runtime: the algorithm of kernels/a2a.hip (same layout, same signal pad, same
+// epoch parity, same pattern and mutations), run by the calling thread over POSIX shared memory. It sits next
+// to the kernels it mirrors so that a change to one is seen beside the other. Compiled into libmori_symm.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/error.hpp"
+#include "mori/symm/window.hpp"
+
+namespace mori::symm::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// MoriSignalPad: arrive, epoch, 30 words of padding, then one flag per rank.
+constexpr std::size_t kPadEpochWord = 1;
+constexpr std::size_t kPadFlagsWord = 32;
+
+// mori_pattern in kernels/prelude.hip.
+std::uint32_t pattern(std::uint32_t src, std::uint32_t dst, std::uint64_t word, std::uint32_t tag) {
+  std::uint64_t x = (static_cast<std::uint64_t>(src) << 48) ^ (static_cast<std::uint64_t>(dst) << 32) ^ word;
+  x ^= static_cast<std::uint64_t>(tag) * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<std::uint32_t>(x) & 0x7fffffffu;
+}
+
+class HostEngine final : public A2aEngine {
+ public:
+  explicit HostEngine(const EngineContext& c) : c_(c), src_(c.src_bytes) {}
+
+  void poison(std::size_t bytes) override { std::memset(c_.win.local(), 0xFF, bytes); }
+
+  void fill(const A2aLayout& L) override {
+    const std::uint32_t tag = epoch_word(c_.me).load(std::memory_order_acquire) + 1;
+    const std::uint64_t words = (L.chunk + 3) / 4;
+    for (int p = 0; p < c_.world; ++p) {
+      auto* s = reinterpret_cast<std::uint32_t*>(src_.data() + static_cast<std::size_t>(p) * L.pitch);
+      for (std::uint64_t w = 0; w < words; ++w)
+        s[w] = pattern(static_cast<std::uint32_t>(c_.me), static_cast<std::uint32_t>(p), w, tag);
+    }
+  }
+
+  void push(const A2aLayout& L, const PushSpec& sp) override {
+    const std::uint32_t parity = epoch_word(c_.me).load(std::memory_order_acquire) & 1u;
+    for (int k = 0; k < c_.world && !(sp.mutate & kMutateStale); ++k) {
+      const int p = (c_.me + k) % c_.world;  // start with self, then the next ranks, as the kernel does
+      char* d = base(p, sp.addressing) + parity * L.region + static_cast<std::size_t>(c_.me) * L.pitch;
+      std::memcpy(d, src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk);
+      if (sp.mutate & kMutateOverrun) std::memset(d + (L.chunk + 15) / 16 * 16, 0x5A, 16);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint32_t epoch = epoch_word(c_.me).load() + 1;
+    epoch_word(c_.me).store(epoch, std::memory_order_release);
+    if (sp.sync) signal_and_wait(epoch, sp);
+  }
+
+  void delay(double us) override {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(us));
+  }
+
+  void verify(const A2aLayout& L) override {
+    const std::uint32_t epoch = epoch_word(c_.me).load(std::memory_order_acquire);
+    const auto* buf = reinterpret_cast<const std::uint8_t*>(c_.win.local()) + ((epoch - 1u) & 1u) * L.region;
+    for (int s = 0; s < c_.world; ++s) {
+      const std::uint8_t* slot = buf + static_cast<std::size_t>(s) * L.pitch;
+      for (std::uint64_t w = 0; w < L.pitch / 4; ++w) {
+        const std::uint32_t want =
+            pattern(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(c_.me), w, epoch);
+        bool bad = false;
+        for (std::uint64_t b = 0; b < 4; ++b) {
+          const std::uint8_t expect = w * 4 + b < L.chunk ? static_cast<std::uint8_t>(want >> (8 * b)) : 0xFF;
+          bad |= slot[w * 4 + b] != expect;
+        }
+        wrong_ += bad;
+      }
+    }
+  }
+
+  void copy_peers(const A2aLayout& L) override {
+    for (int k = 0; k < c_.world; ++k) {
+      const int p = (c_.me + k) % c_.world;
+      std::memcpy(base(p, Addressing::ptr) + static_cast<std::size_t>(c_.me) * L.pitch,
+                  src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk);
+    }
+  }
+
+  void sync() override {}
+  std::uint64_t take_wrong() override { return std::exchange(wrong_, 0); }
+
+  std::vector<double> time_each(int n, const std::function<void()>& fn) override {
+    std::vector<double> us;
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = Clock::now();
+      fn();
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    return us;
+  }
+  std::unique_ptr<CapturedGraph> capture(const std::function<void()>&) override { return nullptr; }
+  std::string copy_kind() const override { return "host_memcpy"; }
+  double default_skew_us() const override { return 3000; }
+  const Jit* jit() const override { return nullptr; }
+
+ private:
+  char* base(int p, Addressing a) const {
+    if (a == Addressing::lsa) {
+      const auto lsa = c_.win.lsa();
+      return static_cast<char*>(lsa.base) + static_cast<std::size_t>(p) * lsa.stride;
+    }
+    return static_cast<char*>(c_.win.peer_ptrs()[static_cast<std::size_t>(p)]);
+  }
+  std::uint32_t* pad(int p) const {
+    return reinterpret_cast<std::uint32_t*>(base(p, Addressing::ptr) + c_.win.layout().signal_offset);
+  }
+  std::atomic_ref<std::uint32_t> epoch_word(int p) const {
+    return std::atomic_ref<std::uint32_t>(pad(p)[kPadEpochWord]);
+  }
+  std::atomic_ref<std::uint32_t> flag(int owner, int from) const {
+    return std::atomic_ref<std::uint32_t>(pad(owner)[kPadFlagsWord + static_cast<std::size_t>(from)]);
+  }
+
+  // The device barrier's protocol: signal every peer with this epoch, then wait (bounded) for all of them.
+  void signal_and_wait(std::uint32_t epoch, const PushSpec& sp) {
+    for (int q = 0; q < c_.world; ++q) flag(q, c_.me).store(epoch, std::memory_order_release);
+    if (sp.mutate & kMutateNoWait) return;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(c_.timeout_s);
+    auto behind = [&](int q) {
+      return static_cast<std::int32_t>(flag(c_.me, q).load(std::memory_order_acquire) - epoch) < 0;
+    };
+    int spins = 0;
+    for (int q = 0; q < c_.world; ++q) {
+      while (behind(q)) {
+        if (++spins > 256) std::this_thread::yield();
+        if (Clock::now() < deadline) continue;
+        std::string missing;
+        for (int r = 0; r < c_.world; ++r)
+          if (behind(r)) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        throw TimeoutError("a2a device barrier (host runtime): rank " + std::to_string(c_.me) +
+                           " waited more than " + std::to_string(c_.timeout_s) + " s (epoch " +
+                           std::to_string(epoch) + "); ranks not arrived: " + missing);
+      }
+    }
+  }
+
+  EngineContext c_;
+  std::vector<char> src_;
+  std::uint64_t wrong_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<A2aEngine> make_host_a2a_engine(const EngineContext& ctx) {
+  return std::make_unique<HostEngine>(ctx);
+}
+
+}  // namespace mori::symm::detail

@@ -1,0 +1,339 @@
+// The all-to-all driver, the same for every backend (README "mori-a2a"): per chunk size, the ceiling; per
+// configuration, a verification over back-to-back epochs with rank skew, then timing, then the push alone and
+// the synchronisation alone in the same launch mode.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "mori/symm/a2a.hpp"
+#include "mori/symm/bootstrap.hpp"
+#include "mori/symm/detail/fault.hpp"
+#include "mori/symm/error.hpp"
+#include "mori/symm/jit.hpp"
+#include "mori/symm/log.hpp"
+#include "mori/symm/probe.hpp"
+#include "mori/symm/report.hpp"
+#include "mori/symm/window.hpp"
+#include "references.hpp"
+
+namespace mori::symm {
+
+using detail::A2aLayout;
+using detail::Launch;
+using detail::PushSpec;
+
+namespace {
+
+constexpr int kThreads = 512;
+
+// Signal pad as the kernels see it (kernels/a2a.hip, MoriSignalPad).
+std::size_t signal_pad_bytes(int world) {
+  return 32 * 4 + 4 * static_cast<std::size_t>(world);
+}
+
+std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string& step) {
+  std::uint64_t s = 0;
+  for (auto x : boot.allgather_value(step, v)) s += x;
+  return s;
+}
+
+// Which ranks share a device, whether MPS serves them: one allgather.
+detail::Placement find_placement(Bootstrap& boot, int device, bool host_runtime, bool* time_sliced) {
+  struct Where {
+    std::uint64_t host;
+    std::int32_t device;
+    std::int32_t mps;
+  };
+  char hn[256] = {};
+  if (gethostname(hn, sizeof(hn) - 1) != 0) std::snprintf(hn, sizeof(hn), "unknown");
+  auto all = boot.allgather_value("a2a.placement", Where{std::hash<std::string>{}(hn), device, mps_active()});
+  detail::Placement pl;
+  pl.world = boot.world();
+  pl.host_runtime = host_runtime;
+  bool any_without_mps = false;
+  for (const auto& w : all) {
+    int same = 0;
+    for (const auto& v : all) same += v.host == w.host && v.device == w.device;
+    pl.max_ranks_per_device = std::max(pl.max_ranks_per_device, same);
+    if (w.host != all[0].host || w.device != all[0].device) pl.all_one_device = false;
+    any_without_mps |= !w.mps;
+  }
+  pl.one_rank_per_device = pl.max_ranks_per_device == 1 && pl.world > 1;
+  *time_sliced = !host_runtime && pl.max_ranks_per_device > 1 && any_without_mps;
+  return pl;
+}
+
+}  // namespace
+
+struct A2aBench::Impl {
+  Runtime& rt;
+  Bootstrap& boot;
+  int device;
+  A2aConfig cfg;
+  int me, world;
+  DeviceInfo info;
+  HandleType ht = HandleType::posix_fd;
+  bool time_sliced = false;
+  detail::Placement placement;
+  std::unique_ptr<Window> win;
+  std::unique_ptr<detail::A2aEngine> eng;
+
+  Impl(Runtime& r, Bootstrap& b, int dev, const A2aConfig& c)
+      : rt(r), boot(b), device(dev), cfg(c), me(b.rank()), world(b.world()), info(r.device_info(dev)) {
+    const bool host = rt.platform() == Platform::host;
+    if (boot.team_size() != world)
+      throw UsageError("mori-a2a: every rank must be in one load/store team (this job spans " +
+                       std::to_string(boot.num_nodes()) + " nodes)");
+    placement = find_placement(boot, device, host, &time_sliced);
+    refuse_time_slicing();
+    // The ranks of one device (or of the host, for the host runtime) share its memory.
+    const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
+    validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
+    ht = cfg.handle_type == "auto" ? choose_handle_type(rt, device) : parse_handle_type(cfg.handle_type);
+    const std::uint64_t max_pitch = a2a_pitch(*std::max_element(cfg.chunks.begin(), cfg.chunks.end()));
+    WindowOptions wo;
+    wo.bytes = 2 * static_cast<std::size_t>(world) * max_pitch;  // two receive buffers (epoch parity)
+    wo.signal_bytes = signal_pad_bytes(world);
+    wo.stride_quantum = cfg.stride_quantum;
+    wo.handle_type = ht;
+    wo.device = device;
+    win = std::make_unique<Window>(rt, wo);
+    win->rendezvous(boot);
+    eng = detail::make_a2a_engine(
+        {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch});
+  }
+
+  void refuse_time_slicing() const {
+    if (!time_sliced) return;
+    const bool device_sync =
+        std::find(cfg.syncs.begin(), cfg.syncs.end(), SyncMode::device) != cfg.syncs.end();
+    const std::string what = std::to_string(placement.max_ranks_per_device) +
+                             " ranks share one GPU and no MPS daemon serves them: their contexts time-slice";
+    if (device_sync && !cfg.allow_time_slicing)
+      throw UsageError(
+          what +
+          ", so a device barrier measures context switches (ms per iteration). Start MPS: "
+          "eval \"$(scripts/mps start)\", or give --sync host, or --allow-time-slicing to measure "
+          "it anyway");
+    if (me == 0) spdlog::warn("{}; every row is marked time-sliced", what);
+  }
+
+  A2aLayout layout(std::size_t chunk) const {
+    const std::uint64_t pitch = a2a_pitch(chunk);
+    return {chunk, pitch, static_cast<std::uint64_t>(world) * pitch, win->layout().signal_offset};
+  }
+
+  PushSpec spec(Addressing a, bool sync, std::size_t chunk) const {
+    PushSpec s;
+    s.addressing = a;
+    s.sync = sync;
+    s.blocks_per_peer = cfg.blocks_per_peer
+                            ? cfg.blocks_per_peer
+                            : auto_blocks_per_peer(info.multiprocessors, world, chunk, kThreads);
+    s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
+    return s;
+  }
+
+  detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
+
+  std::uint32_t mutation(int epoch) const {
+    std::uint32_t m = 0;
+    if (detail::fault_armed("a2a.no-barrier", me)) m |= detail::kMutateNoWait;
+    if (epoch == 1 && detail::fault_armed("a2a.stale", me)) m |= detail::kMutateStale;
+    if (detail::fault_armed("a2a.overrun", me)) m |= detail::kMutateOverrun;
+    return m;
+  }
+
+  // Poisons both receive buffers, then runs verify_epochs back-to-back epochs (each: odd ranks late, fill
+  // with the epoch's tag, push, verify on the stream as a consumer would); graph mode captures them and
+  // replays the capture twice. Returns the wrong words summed over ranks.
+  std::uint64_t verify_row(const A2aLayout& L, const PushSpec& base, int graph_k, const std::string& tag,
+                           double skew, int* epochs_run) {
+    eng->poison(2 * L.region);
+    eng->sync();
+    boot.barrier(tag + ".poisoned");
+    const double my_skew = me % 2 ? skew : 0.0;
+    auto epoch = [&](int e) {
+      if (my_skew > 0) eng->delay(my_skew);
+      eng->fill(L);
+      PushSpec s = base;
+      s.mutate = mutation(e);
+      eng->push(L, s);
+      if (!base.sync) {
+        eng->sync();
+        boot.barrier_fast(tag + ".verify.pushed");
+      }
+      eng->verify(L);
+    };
+    if (graph_k > 0) {
+      auto g = eng->capture([&] {
+        for (int e = 0; e < cfg.verify_epochs; ++e) epoch(e);
+      });
+      g->launch();
+      g->launch();
+      *epochs_run = 2 * cfg.verify_epochs;
+    } else {
+      for (int e = 0; e < cfg.verify_epochs; ++e) epoch(e);
+      *epochs_run = cfg.verify_epochs;
+    }
+    const std::uint64_t wrong = sum_over_ranks(boot, eng->take_wrong(), tag + ".wrong");
+    boot.barrier(tag + ".verified");
+    return wrong;
+  }
+
+  A2aResult run_row(std::size_t chunk, Addressing a, SyncMode sm, int graph_k, const Ceiling& ceiling) {
+    A2aResult r;
+    r.chunk_bytes = chunk;
+    r.addressing = a;
+    r.sync = sm;
+    r.graph = graph_k > 0;
+    r.graph_iters = graph_k;
+    const bool device_sync = sm == SyncMode::device;
+    const PushSpec s = spec(a, device_sync, chunk);
+    r.blocks_per_peer = s.blocks_per_peer;
+    r.unroll = s.unroll;
+    const A2aLayout L = layout(chunk);
+    const std::string tag =
+        std::string("a2a.") + to_string(a) + "." + to_string(sm) + (r.graph ? ".graph" : "");
+    r.skew_us = cfg.skew_us >= 0 ? cfg.skew_us : eng->default_skew_us();
+    r.wrong = verify_row(L, s, graph_k, tag, r.skew_us, &r.verified_epochs);
+
+    detail::Timer t = timer(graph_k);
+    PushSpec bare = s;
+    bare.sync = false;
+    const A2aLayout empty = layout(0);
+    if (r.graph) {
+      auto us = t.samples(
+          Launch::graph, [&] { eng->push(L, s); }, tag);
+      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
+      r.push_only_us = t.p50(
+          Launch::graph, [&] { eng->push(L, bare); }, tag + ".push_only");
+      r.sync_only_us = t.p50(
+          Launch::graph, [&] { eng->push(empty, s); }, tag + ".sync_only");
+    } else if (device_sync) {
+      detail::fault_point("a2a.timed", me);
+      auto us = t.samples(
+          Launch::stream, [&] { eng->push(L, s); }, tag);
+      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
+      r.push_only_us = t.p50(
+          Launch::stream, [&] { eng->push(L, bare); }, tag + ".push_only");
+      r.sync_only_us = t.p50(
+          Launch::stream, [&] { eng->push(empty, s); }, tag + ".sync_only");
+    } else {
+      detail::fault_point("a2a.timed", me);
+      auto us = t.samples(
+          Launch::wall,
+          [&] {
+            eng->push(L, s);
+            eng->sync();
+            boot.barrier_fast(tag + ".iter");
+          },
+          tag);
+      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
+      r.push_only_us = t.p50(
+          Launch::wall,
+          [&] {
+            eng->push(L, s);
+            eng->sync();
+          },
+          tag + ".push_only");
+      r.sync_only_us = t.p50(
+          Launch::wall, [&] { boot.barrier_fast(tag + ".sync_only.iter"); }, tag + ".sync_only");
+    }
+    r.iters = r.time_us.samples * std::max(graph_k, 1);
+    const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
+    r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
+    r.total_bw_gbps = w * w * c / sec / 1e9;
+    r.algbw_gbps = w * c / sec / 1e9;
+    r.busbw_gbps = r.algbw_gbps * (w - 1) / w;
+    r.ceiling = ceiling;
+    r.physical = detail::physical_limit(placement, info, chunk, L.pitch);
+    return r;
+  }
+};
+
+A2aBench::A2aBench(Runtime& rt, Bootstrap& boot, int device, const A2aConfig& cfg)
+    : impl_(std::make_unique<Impl>(rt, boot, device, cfg)) {}
+A2aBench::~A2aBench() = default;
+
+std::string A2aBench::handle_type() const {
+  return to_string(impl_->ht);
+}
+bool A2aBench::time_sliced() const {
+  return impl_->time_sliced;
+}
+
+std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&)>& progress) {
+  auto& m = *impl_;
+  std::vector<A2aResult> out;
+  for (std::size_t chunk : m.cfg.chunks) {
+    detail::Timer t = m.timer(0);
+    const Ceiling ceiling =
+        detail::measure_ceiling(t, m.layout(chunk), m.spec(Addressing::ptr, false, chunk), m.world);
+    for (SyncMode s : m.cfg.syncs)
+      for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(chunk, a, s, 0, ceiling));
+    if (m.cfg.graph > 0)
+      for (Addressing a : m.cfg.addressing)
+        out.push_back(m.run_row(chunk, a, SyncMode::device, m.cfg.graph, ceiling));
+    if (m.me == 0 && progress) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf), "chunk %zu B done: ceiling %.1f GB/s (%s%s, spread %.1f%%)", chunk,
+                    ceiling.gbps, ceiling.kind.c_str(), ceiling.graph ? ", graph" : "", 100 * ceiling.spread);
+      progress(buf);
+    }
+  }
+  return out;
+}
+
+void A2aBench::finish() {
+  impl_->eng.reset();
+  impl_->win->teardown();
+}
+
+Json A2aBench::gather_jit_json() {
+  auto& m = *impl_;
+  struct RankJit {
+    double cold_ms, load_ms;
+    std::int32_t compiled, cached;
+  };
+  RankJit mine{0, 0, 0, 0};
+  const Jit* jit = m.eng ? m.eng->jit() : nullptr;
+  if (jit)
+    for (const auto& e : jit->stats()) {
+      const bool cached = e.source == "cache";
+      (cached ? mine.load_ms : mine.cold_ms) += e.ms;
+      ++(cached ? mine.cached : mine.compiled);
+    }
+  auto all = m.boot.allgather_value("a2a.jit", mine);
+  if (!jit) return Json(nullptr);
+  Json j = jit->stats_json();
+  Json ranks = Json::array();
+  int compiles = 0;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    ranks.push_back({{"rank", r},
+                     {"cold_compile_ms", all[r].cold_ms},
+                     {"cache_load_ms", all[r].load_ms},
+                     {"compiled", all[r].compiled},
+                     {"from_cache", all[r].cached}});
+    compiles += all[r].compiled;
+  }
+  j["ranks"] = ranks;
+  j["compiles_in_job"] = compiles;
+  return j;
+}
+
+Json A2aBench::extra_meta() const {
+  const auto& m = *impl_;
+  return {{"shared_device_without_mps", m.time_sliced},
+          {"all_ranks_one_device", m.placement.all_one_device},
+          {"one_rank_per_device", m.placement.one_rank_per_device},
+          {"contract", "double-buffered by epoch parity: launch n writes receive buffer n % 2"},
+          {"window",
+           {{"alloc_bytes", m.win->layout().alloc_bytes},
+            {"stride", m.win->layout().stride},
+            {"signal_offset", m.win->layout().signal_offset}}}};
+}
+
+}  // namespace mori::symm

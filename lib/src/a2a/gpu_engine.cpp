@@ -1,0 +1,243 @@
+// The all-to-all's GPU engine: launches the kernels of kernels/a2a.hip on one stream (README "The all-to-all
+// contract"). Peer copies for the ceiling fork to one stream per peer and join back, so they run concurrently
+// and can be captured into a graph.
+#include <algorithm>
+#include <string>
+
+#include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/error.hpp"
+#include "mori/symm/jit.hpp"
+#include "mori/symm/window.hpp"
+
+namespace mori::symm::detail {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr unsigned kAuxThreads = 256;
+
+// Owners of runtime handles: destroyed in the destructor, never throwing.
+struct OwnedStream {
+  Runtime* rt = nullptr;
+  Stream s = nullptr;
+  explicit OwnedStream(Runtime& r) : rt(&r), s(r.stream_create()) {}
+  OwnedStream(OwnedStream&& o) noexcept : rt(o.rt), s(o.s) { o.s = nullptr; }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  OwnedStream& operator=(OwnedStream&&) = delete;
+  ~OwnedStream() {
+    if (s) rt->stream_destroy(s);
+  }
+};
+struct OwnedEvent {
+  Runtime* rt = nullptr;
+  Event e = nullptr;
+  explicit OwnedEvent(Runtime& r) : rt(&r), e(r.event_create()) {}
+  OwnedEvent(OwnedEvent&& o) noexcept : rt(o.rt), e(o.e) { o.e = nullptr; }
+  OwnedEvent(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(OwnedEvent&&) = delete;
+  ~OwnedEvent() {
+    if (e) rt->event_destroy(e);
+  }
+};
+struct OwnedBuffer {
+  Runtime* rt = nullptr;
+  void* p = nullptr;
+  OwnedBuffer(Runtime& r, std::size_t bytes) : rt(&r), p(r.device_alloc(bytes)) {}
+  OwnedBuffer(const OwnedBuffer&) = delete;
+  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
+  ~OwnedBuffer() {
+    if (p) rt->device_free(p);
+  }
+};
+
+class GpuGraph final : public CapturedGraph {
+ public:
+  GpuGraph(Runtime& rt, GraphExec g, Stream s) : rt_(rt), g_(g), s_(s) {}
+  ~GpuGraph() override { rt_.graph_destroy(g_); }
+  GpuGraph(const GpuGraph&) = delete;
+  GpuGraph& operator=(const GpuGraph&) = delete;
+  void launch() override { rt_.graph_launch(g_, s_); }
+
+ private:
+  Runtime& rt_;
+  GraphExec g_;
+  Stream s_;
+};
+
+class GpuEngine final : public A2aEngine {
+ public:
+  explicit GpuEngine(const EngineContext& c)
+      : c_(c),
+        sms_(c.rt.device_info(c.device).multiprocessors),
+        jit_(target_arch(c.rt, c.device), to_string(c.rt.platform())),
+        module_(c.rt, compile(jit_)),
+        stream_(c.rt),
+        src_(c.rt, c.src_bytes),
+        // Word 0..1: the wrong counter (u64); word 2: timed out; word 3 + q: rank q missing.
+        status_(c.rt, 4 * (3 + static_cast<std::size_t>(c.world))) {
+    c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.s);
+    sync();
+  }
+
+  void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.s); }
+
+  void fill(const A2aLayout& L) override {
+    void* s = src_.p;
+    int w = c_.world, m = c_.me;
+    A2aLayout l = L;
+    const void* epoch = epoch_ptr();
+    void* args[] = {&s, &w, &m, &l, &epoch};
+    c_.rt.launch(module_.function("a2a_fill"), {aux_blocks()}, {kAuxThreads}, 0, stream_.s, args);
+  }
+
+  void push(const A2aLayout& L, const PushSpec& sp) override {
+    const std::string name = std::string("a2a_push<") + (sp.addressing == Addressing::lsa ? "1" : "0") +
+                             ", " + (sp.sync ? "1" : "0") + ", " + std::to_string(sp.unroll) + ">";
+    const void* s = src_.p;
+    void* const* peers = c_.win.peer_ptrs_device();
+    const auto lsa = c_.win.lsa();
+    char* base = static_cast<char*>(lsa.base);
+    std::uint64_t stride = lsa.stride;
+    std::uint64_t tmo = static_cast<std::uint64_t>(c_.timeout_s * 1e9);
+    int w = c_.world, m = c_.me, b = sp.blocks_per_peer;
+    A2aLayout l = L;
+    std::uint32_t mut = sp.mutate;
+    void* st = static_cast<std::uint32_t*>(status_.p) + 2;
+    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st};
+    c_.rt.launch(module_.function(name), {static_cast<unsigned>(c_.world * sp.blocks_per_peer)}, {kThreads},
+                 0, stream_.s, args);
+  }
+
+  void delay(double us) override {
+    std::uint64_t ns = static_cast<std::uint64_t>(us * 1e3);
+    void* args[] = {&ns};
+    c_.rt.launch(module_.function("a2a_delay"), {1}, {32}, 0, stream_.s, args);
+  }
+
+  void verify(const A2aLayout& L) override {
+    const void* w = c_.win.local();
+    int wd = c_.world, m = c_.me;
+    A2aLayout l = L;
+    const void* epoch = epoch_ptr();
+    void* out = status_.p;
+    void* args[] = {&w, &wd, &m, &l, &epoch, &out};
+    c_.rt.launch(module_.function("a2a_verify"), {aux_blocks()}, {kAuxThreads}, 0, stream_.s, args);
+  }
+
+  void copy_peers(const A2aLayout& L) override {
+    ensure_side_streams();
+    c_.rt.event_record(fork_->e, stream_.s);
+    for (int k = 0; k < c_.world; ++k) {
+      const int p = (c_.me + k) % c_.world;
+      auto& side = side_[static_cast<std::size_t>(k)];
+      c_.rt.stream_wait_event(side.s, fork_->e);
+      char* dst = static_cast<char*>(c_.win.peer_ptrs()[static_cast<std::size_t>(p)]) +
+                  static_cast<std::size_t>(c_.me) * L.pitch;
+      c_.rt.copy_async(dst, static_cast<const char*>(src_.p) + static_cast<std::size_t>(p) * L.pitch, L.chunk,
+                       side.s);
+      c_.rt.event_record(joins_[static_cast<std::size_t>(k)].e, side.s);
+      c_.rt.stream_wait_event(stream_.s, joins_[static_cast<std::size_t>(k)].e);
+    }
+  }
+
+  void sync() override {
+    c_.rt.stream_sync(stream_.s);
+    std::vector<std::uint32_t> st(1 + static_cast<std::size_t>(c_.world));
+    c_.rt.copy_to_host(st.data(), static_cast<std::uint32_t*>(status_.p) + 2, st.size() * 4);
+    if (!st[0]) return;
+    std::string missing;
+    for (int q = 0; q < c_.world; ++q)
+      if (st[1 + static_cast<std::size_t>(q)]) missing += (missing.empty() ? "" : ",") + std::to_string(q);
+    throw TimeoutError("a2a device barrier: rank " + std::to_string(c_.me) + " waited more than " +
+                       std::to_string(c_.timeout_s) + " s; ranks not arrived: " + missing);
+  }
+
+  std::uint64_t take_wrong() override {
+    sync();
+    std::uint64_t wrong = 0;
+    c_.rt.copy_to_host(&wrong, status_.p, sizeof(wrong));
+    c_.rt.memset_async(status_.p, 0, sizeof(wrong), stream_.s);
+    c_.rt.stream_sync(stream_.s);
+    return wrong;
+  }
+
+  std::vector<double> time_each(int n, const std::function<void()>& fn) override {
+    while (events_.size() < static_cast<std::size_t>(n) + 1) events_.emplace_back(c_.rt);
+    for (int i = 0; i < n; ++i) {
+      c_.rt.event_record(events_[static_cast<std::size_t>(i)].e, stream_.s);
+      fn();
+    }
+    c_.rt.event_record(events_[static_cast<std::size_t>(n)].e, stream_.s);
+    sync();
+    std::vector<double> us(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < us.size(); ++i)
+      us[i] = 1000.0 * c_.rt.event_elapsed_ms(events_[i].e, events_[i + 1].e);
+    return us;
+  }
+
+  std::unique_ptr<CapturedGraph> capture(const std::function<void()>& fn) override {
+    c_.rt.capture_begin(stream_.s);
+    try {
+      fn();
+    } catch (...) {
+      try {
+        c_.rt.graph_destroy(c_.rt.capture_end(stream_.s));
+      } catch (...) {
+      }
+      throw;
+    }
+    return std::make_unique<GpuGraph>(c_.rt, c_.rt.capture_end(stream_.s), stream_.s);
+  }
+
+  std::string copy_kind() const override { return "copy_engine"; }
+  double default_skew_us() const override { return 50; }
+  const Jit* jit() const override { return &jit_; }
+
+ private:
+  static CompiledKernels compile(Jit& jit) {
+    // The all-to-all uses the catalog's first entry; MORI_PRECOMPILE=1 builds the rest up front too.
+    const auto catalog = kernel_catalog();
+    auto compiled = jit.get(catalog[0]);
+    if (Jit::precompile_requested())
+      for (std::size_t i = 1; i < catalog.size(); ++i) jit.get(catalog[i]);
+    return compiled;
+  }
+  unsigned aux_blocks() const { return static_cast<unsigned>(std::max(sms_, 1)) * 4; }
+  const void* epoch_ptr() const {
+    return static_cast<const char*>(c_.win.local()) + c_.win.layout().signal_offset +
+           4;  // MoriSignalPad::epoch
+  }
+  void ensure_side_streams() {
+    if (fork_) return;
+    fork_ = std::make_unique<OwnedEvent>(c_.rt);
+    for (int k = 0; k < c_.world; ++k) {
+      side_.emplace_back(c_.rt);
+      joins_.emplace_back(c_.rt);
+    }
+  }
+
+  EngineContext c_;
+  int sms_;
+  Jit jit_;
+  KernelModule module_;
+  OwnedStream stream_;
+  OwnedBuffer src_;
+  OwnedBuffer status_;
+  std::vector<OwnedEvent> events_;
+  std::unique_ptr<OwnedEvent> fork_;
+  std::vector<OwnedStream> side_;
+  std::vector<OwnedEvent> joins_;
+};
+
+}  // namespace
+
+std::unique_ptr<A2aEngine> make_gpu_a2a_engine(const EngineContext& ctx) {
+  return std::make_unique<GpuEngine>(ctx);
+}
+
+std::unique_ptr<A2aEngine> make_a2a_engine(const EngineContext& ctx) {
+  return ctx.rt.platform() == Platform::host ? make_host_a2a_engine(ctx) : make_gpu_a2a_engine(ctx);
+}
+
+}  // namespace mori::symm::detail

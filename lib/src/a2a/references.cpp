@@ -1,0 +1,141 @@
+// What an all-to-all figure is compared with (README "References"): the best copy of the same bytes into the
+// same destinations, all ranks at once, measured twice; and the physical limit from device facts.
+#include "references.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "mori/symm/bootstrap.hpp"
+
+namespace mori::symm::detail {
+namespace {
+
+constexpr int kCeilingGraphK = 16;
+
+std::string fmt_gbps(double v) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.0f", v);
+  return b;
+}
+
+}  // namespace
+
+std::vector<double> Timer::samples(Launch how, const std::function<void()>& one, const std::string& step) {
+  const int k = std::max(graph_k, 1);
+  std::vector<double> us;
+  if (how == Launch::graph) {
+    auto g = eng.capture([&] {
+      for (int i = 0; i < k; ++i) one();
+    });
+    if (!g) return us;
+    for (int i = 0; i < std::max(1, warmup / k); ++i) g->launch();
+    eng.sync();
+    boot.barrier_fast(step + ".start");
+    us = eng.time_each(std::max(kMinSamples, (iters + k - 1) / k), [&] { g->launch(); });
+    for (auto& v : us) v /= k;
+  } else if (how == Launch::stream) {
+    for (int i = 0; i < warmup; ++i) one();
+    eng.sync();
+    boot.barrier_fast(step + ".start");
+    us = eng.time_each(iters, one);
+  } else {
+    boot.barrier_fast(step + ".start");
+    for (int i = 0; i < warmup + iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      one();
+      if (i >= warmup)
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  eng.sync();
+  boot.barrier_fast(step + ".end");
+  return us;
+}
+
+double Timer::p50(Launch how, const std::function<void()>& one, const std::string& step) {
+  return time_stats(max_over_ranks(boot, step + ".times", samples(how, one, step))).p50;
+}
+
+Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const PushSpec& sm_copy, int world) {
+  const double bytes = static_cast<double>(world) * static_cast<double>(world) * static_cast<double>(L.chunk);
+  struct Candidate {
+    std::string kind;
+    std::function<void()> one;
+  };
+  std::vector<Candidate> cands;
+  if (t.eng.copy_kind() != "host_memcpy") cands.push_back({"sm_copy", [&] { t.eng.push(L, sm_copy); }});
+  cands.push_back({t.eng.copy_kind(), [&] { t.eng.copy_peers(L); }});
+  Ceiling c;
+  const int saved_k = t.graph_k;
+  t.graph_k = kCeilingGraphK;
+  for (int round = 1; round <= 2; ++round)
+    for (const auto& cand : cands)
+      for (bool graph : {false, true}) {
+        if (graph && t.eng.copy_kind() == "host_memcpy") continue;  // the host runtime has no graphs
+        const double p50 =
+            t.p50(graph ? Launch::graph : Launch::stream, cand.one, "a2a.ceiling." + cand.kind);
+        c.samples.push_back({cand.kind, graph, round, p50 > 0 ? bytes / p50 / 1e3 : 0});
+      }
+  t.graph_k = saved_k;
+  for (const auto& s : c.samples)
+    if (s.gbps > c.gbps) {
+      c.gbps = s.gbps;
+      c.kind = s.kind;
+      c.graph = s.graph;
+    }
+  double lo = 0, hi = 0;
+  for (const auto& s : c.samples)
+    if (s.kind == c.kind && s.graph == c.graph) {
+      lo = lo == 0 ? s.gbps : std::min(lo, s.gbps);
+      hi = std::max(hi, s.gbps);
+    }
+  c.spread = hi > 0 ? (hi - lo) / hi : 0;
+  return c;
+}
+
+PhysicalLimit physical_limit(const Placement& pl, const DeviceInfo& d, std::uint64_t chunk,
+                             std::uint64_t pitch) {
+  PhysicalLimit p;
+  if (pl.host_runtime) {
+    p.source = "host runtime: no device limit applies";
+    return p;
+  }
+  const double w = pl.world;
+  const double hbm = 2.0 * static_cast<double>(d.memory_clock_khz) * 1e3 * d.memory_bus_bits / 8 / 1e9;
+  if (hbm <= 0) {
+    p.source = "memory clock or bus width not reported by the device";
+    return p;
+  }
+  const std::string hbm_src = "HBM " + fmt_gbps(hbm) + " GB/s (2 x " +
+                              std::to_string(d.memory_clock_khz / 1000) + " MHz x " +
+                              std::to_string(d.memory_bus_bits) + "-bit bus, read at run time)";
+  // Working set per device: every rank's source and receive slots.
+  const double per_device_ranks = pl.all_one_device ? w : 1;
+  p.l2_resident = d.l2_bytes > 0 &&
+                  per_device_ranks * 2 * w * static_cast<double>(pitch) <= static_cast<double>(d.l2_bytes);
+  if (pl.all_one_device) {
+    // Every byte is read once and written once in the same HBM.
+    p.gbps = hbm / 2;
+    p.source = hbm_src + "; every byte read and written once: total <= HBM / 2";
+  } else if (pl.one_rank_per_device) {
+    // Per device: 2 w c bytes through HBM and (w - 1) c bytes out over the links.
+    const double c = static_cast<double>(chunk);
+    double t = 2 * w * c / (hbm * 1e9);
+    std::string src = hbm_src;
+    if (pl.link_gbps > 0) {
+      t = std::max(t, (w - 1) * c / (pl.link_gbps * 1e9));
+      src += "; " + pl.link_source;
+    } else {
+      src += "; NVLink rate not known here (" + pl.link_source + "), so this bound is HBM alone";
+    }
+    p.gbps = w * w * c / t / 1e9;
+    p.source = src;
+  } else {
+    p.source = "ranks spread unevenly over devices: no single limit computed";
+  }
+  return p;
+}
+
+}  // namespace mori::symm::detail

@@ -1,0 +1,38 @@
+#include "mori/symm/units.hpp"
+
+#include <cctype>
+#include <limits>
+
+#include "mori/symm/error.hpp"
+
+namespace mori::symm {
+
+std::size_t parse_size(const std::string& option, const std::string& text) {
+  const std::string accepted = " (accepted: a positive integer of bytes, or with K, M, G: 256K, 64M, 1G)";
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    throw UsageError(option + ": '" + text + "' is not a size" + accepted);
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw UsageError(option + ": '" + text + "' is not a size" + accepted);
+  }
+  std::string suffix = text.substr(pos);
+  unsigned shift = 0;
+  if (suffix == "" || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    shift = 30;
+  else
+    throw UsageError(option + ": '" + text + "' has an unknown unit" + accepted);
+  if (v > (std::numeric_limits<unsigned long long>::max() >> shift))
+    throw UsageError(option + ": '" + text + "' overflows");
+  return static_cast<std::size_t>(v << shift);
+}
+
+}  // namespace mori::symm
