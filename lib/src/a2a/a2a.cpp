@@ -129,9 +129,9 @@ struct A2aBench::Impl {
     PushSpec s;
     s.addressing = a;
     s.sync = sync;
-    s.blocks_per_peer = cfg.blocks_per_peer
-                            ? cfg.blocks_per_peer
-                            : auto_blocks_per_peer(info.multiprocessors, world, chunk, kThreads);
+    s.blocks_per_peer = cfg.blocks_per_peer ? cfg.blocks_per_peer
+                                            : auto_blocks_per_peer(info.multiprocessors, world, chunk,
+                                                                   kThreads, placement.one_rank_per_device);
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
     return s;
   }

@@ -55,7 +55,8 @@ int auto_unroll(std::size_t chunk_bytes) {
   return chunk_bytes >= (std::size_t{16} << 20) ? 8 : 4;
 }
 
-int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads) {
+int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
+                         bool remote_peers) {
   // Each thread should move at least 8 vectors (128 bytes): thinner blocks spend their time being scheduled
   // (measured on the H200 at 8 ranks, 256 KiB: 4 blocks per peer 23.6 us, 32 blocks 31.8 us). And no more
   // blocks than about four per multiprocessor across all peers.
@@ -65,7 +66,9 @@ int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes
   const std::size_t target =
       (4 * static_cast<std::size_t>(std::max(multiprocessors, 1)) + static_cast<std::size_t>(world) - 1) /
       static_cast<std::size_t>(world);
-  return static_cast<int>(std::clamp<std::size_t>(std::min(useful, target), 1, 65535));
+  std::size_t bpp = std::min(useful, target);
+  if (remote_peers) bpp = std::max(bpp, std::min<std::size_t>(32, vecs / static_cast<std::size_t>(threads)));
+  return static_cast<int>(std::clamp<std::size_t>(bpp, 1, 65535));
 }
 
 std::uint64_t a2a_pitch(std::uint64_t chunk_bytes) {

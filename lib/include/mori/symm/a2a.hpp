@@ -97,7 +97,11 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
 int auto_unroll(std::size_t chunk_bytes);
 
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
-int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads);
+// remote_peers (one rank per device, peers over links): at least min(32, one vector per thread) blocks, since
+// one block's stores over NVLink are latency-bound (measured on 2 x H200, 256 KiB in a graph: 4 blocks 5.6
+// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/h200x2/bpp-sweep/).
+int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
+                         bool remote_peers = false);
 
 // Receive-slot pitch for a chunk: the chunk plus a poisoned guard of at least 16 bytes, 256-byte aligned.
 std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
