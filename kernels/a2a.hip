@@ -17,7 +17,8 @@ struct MoriSignalPad {
   u32 arrive;  // blocks of the current launch that finished their stores (reset by the last one)
   u32 epoch;   // launches completed by this rank
   u32 pad[30];
-  u32 flags[1];  // flags[q] = the epoch rank q last signalled to this rank (world entries)
+  u32 flags[1];  // flags[q] = the epoch rank q last signalled to this rank (simple protocol); then world
+                 // counters and world bases of the direct protocol (see mori_counter_wait)
 };
 
 // Receive layout: two buffers (parity 0 and 1) of `world` slots each. Slot s holds the chunk from rank s at
@@ -69,18 +70,43 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
   }
 }
 
-template <int kLsa, int kSync, int kUnroll>
+// Direct signalling ("direct" protocol): after its stores, every block adds 1 with release semantics to the
+// destination's counter for this source (pad word flags[world + source]); the last local block then waits until
+// every source's counter has grown by blocks_per_peer since the last launch (flags[2 * world + source] keeps that
+// base, local). No system-wide fence on the critical path, and signals overlap other blocks' data.
+__device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u64 timeout_ns, u32 mutate,
+                                  u32* status) {
+  const int q = threadIdx.x;
+  if (q >= world) return;
+  u32* counters = mine->flags + world;
+  u32* base = mine->flags + 2 * world;
+  const u32 want = base[q] + blocks_per_peer;
+  base[q] = want;
+  if (mutate & MORI_MUTATE_NO_WAIT) return;
+  const u64 t0 = mori_now_ns();
+  while (static_cast<int>(mori_load_acquire_sys(&counters[q]) - want) < 0) {
+    mori_spin_pause();
+    if (mori_now_ns() - t0 > timeout_ns) {
+      status[0] = 1;
+      status[1 + q] = 1;
+      return;
+    }
+  }
+}
+
+template <int kLsa, int kSync, int kUnroll, int kDirect>
 __global__ void __launch_bounds__(512)
     a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride, int world,
              int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
+  char* peer = mori_peer_base(kLsa, peers, lsa_base, stride, p);
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
   const u32 parity = *reinterpret_cast<volatile u32*>(&mine->epoch) & 1u;
   const u64 n = L.chunk / 16;
   const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
-  char* dbytes = mori_peer_base(kLsa, peers, lsa_base, stride, p) + parity * L.region + static_cast<u64>(me) * L.pitch;
+  char* dbytes = peer + parity * L.region + static_cast<u64>(me) * L.pitch;
   uint4* d = reinterpret_cast<uint4*>(dbytes);
   if (!(mutate & MORI_MUTATE_STALE)) {
     const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
@@ -100,27 +126,42 @@ __global__ void __launch_bounds__(512)
       const u64 b = n * 16 + threadIdx.x;
       dbytes[b] = reinterpret_cast<const char*>(s)[b];
     }
-    if ((mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0)
-    {
+    if ((mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
       uint4 junk;
       junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
       mori_store_nt(reinterpret_cast<uint4*>(dbytes + ((L.chunk + 15) / 16) * 16), junk);
     }
   }
 
+  __shared__ u32 last;
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  // This block's stores are ordered before its arrival at GPU scope; the last block's system-scope fence then
-  // orders every counted block's stores before the flags (causality is transitive across the two scopes).
-  __threadfence();
-  if (mori_atomic_add_device(&mine->arrive, 1u) != gridDim.x - 1) return;
-  mine->arrive = 0;
-  const u32 epoch = mine->epoch + 1;
-  mine->epoch = epoch;
+  if (threadIdx.x == 0) {
+    if (kSync && kDirect) {
+      mori_red_add_release_sys(mori_pad(peer, L.signal_offset)->flags + world + me, 1u);
+    } else {
+      // This block's stores are ordered before its arrival at GPU scope; the last block's system-scope fence
+      // then orders every counted block's stores before the flags (causality is transitive across scopes).
+      __threadfence();
+    }
+    last = mori_atomic_add_device(&mine->arrive, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  // Last block of this launch: every block has read the epoch and finished its stores.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mine->arrive = 0;
+    mine->epoch = mine->epoch + 1;
+  }
   if (!kSync) return;
+  if (kDirect) {
+    mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), timeout_ns, mutate, status);
+    return;
+  }
+  if (threadIdx.x != 0) return;
   mori_fence_system();
-  mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, epoch, timeout_ns, mutate,
-                                 status);
+  mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
+                                 mutate, status);
 }
 
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -50,16 +51,26 @@ class HostEngine final : public A2aEngine {
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
     const std::uint32_t parity = epoch_word(c_.me).load(std::memory_order_acquire) & 1u;
-    for (int k = 0; k < c_.world && !(sp.mutate & kMutateStale); ++k) {
+    const bool direct = sp.sync && sp.protocol == Protocol::direct;
+    for (int k = 0; k < c_.world; ++k) {
       const int p = (c_.me + k) % c_.world;  // start with self, then the next ranks, as the kernel does
       char* d = base(p, sp.addressing) + parity * L.region + static_cast<std::size_t>(c_.me) * L.pitch;
-      std::memcpy(d, src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk);
+      if (!(sp.mutate & kMutateStale))
+        std::memcpy(d, src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk);
       if (sp.mutate & kMutateOverrun) std::memset(d + (L.chunk + 15) / 16 * 16, 0x5A, 16);
+      // Direct protocol: this "block" (one per peer here) signals its destination at once.
+      if (direct)
+        word(p, kPadFlagsWord + static_cast<std::size_t>(c_.world + c_.me))
+            .fetch_add(1, std::memory_order_release);
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const std::uint32_t epoch = epoch_word(c_.me).load() + 1;
     epoch_word(c_.me).store(epoch, std::memory_order_release);
-    if (sp.sync) signal_and_wait(epoch, sp);
+    if (direct) {
+      wait_counters(sp);
+    } else if (sp.sync) {
+      signal_and_wait(epoch, sp);
+    }
   }
 
   void delay(double us) override {
@@ -120,21 +131,17 @@ class HostEngine final : public A2aEngine {
   std::uint32_t* pad(int p) const {
     return reinterpret_cast<std::uint32_t*>(base(p, Addressing::ptr) + c_.win.layout().signal_offset);
   }
-  std::atomic_ref<std::uint32_t> epoch_word(int p) const {
-    return std::atomic_ref<std::uint32_t>(pad(p)[kPadEpochWord]);
+  std::atomic_ref<std::uint32_t> word(int p, std::size_t w) const {
+    return std::atomic_ref<std::uint32_t>(pad(p)[w]);
   }
+  std::atomic_ref<std::uint32_t> epoch_word(int p) const { return word(p, kPadEpochWord); }
   std::atomic_ref<std::uint32_t> flag(int owner, int from) const {
-    return std::atomic_ref<std::uint32_t>(pad(owner)[kPadFlagsWord + static_cast<std::size_t>(from)]);
+    return word(owner, kPadFlagsWord + static_cast<std::size_t>(from));
   }
 
-  // The device barrier's protocol: signal every peer with this epoch, then wait (bounded) for all of them.
-  void signal_and_wait(std::uint32_t epoch, const PushSpec& sp) {
-    for (int q = 0; q < c_.world; ++q) flag(q, c_.me).store(epoch, std::memory_order_release);
-    if (sp.mutate & kMutateNoWait) return;
+  // Bounded spin until behind(q) is false for every q; names the ranks still behind on expiry.
+  void wait_all(const std::function<bool(int)>& behind, const std::string& what) {
     const auto deadline = Clock::now() + std::chrono::duration<double>(c_.timeout_s);
-    auto behind = [&](int q) {
-      return static_cast<std::int32_t>(flag(c_.me, q).load(std::memory_order_acquire) - epoch) < 0;
-    };
     int spins = 0;
     for (int q = 0; q < c_.world; ++q) {
       while (behind(q)) {
@@ -144,10 +151,39 @@ class HostEngine final : public A2aEngine {
         for (int r = 0; r < c_.world; ++r)
           if (behind(r)) missing += (missing.empty() ? "" : ",") + std::to_string(r);
         throw TimeoutError("a2a device barrier (host runtime): rank " + std::to_string(c_.me) +
-                           " waited more than " + std::to_string(c_.timeout_s) + " s (epoch " +
-                           std::to_string(epoch) + "); ranks not arrived: " + missing);
+                           " waited more than " + std::to_string(c_.timeout_s) + " s (" + what +
+                           "); ranks not arrived: " + missing);
       }
     }
+  }
+
+  // The direct protocol's wait: every source's counter grew by one since the last launch (base kept locally).
+  void wait_counters(const PushSpec& sp) {
+    const auto w = static_cast<std::size_t>(c_.world);
+    std::vector<std::uint32_t> want(w);
+    for (std::size_t q = 0; q < w; ++q) {
+      want[q] = word(c_.me, kPadFlagsWord + 2 * w + q).load() + 1;
+      word(c_.me, kPadFlagsWord + 2 * w + q).store(want[q]);
+    }
+    if (sp.mutate & kMutateNoWait) return;
+    wait_all(
+        [&](int q) {
+          const auto qi = static_cast<std::size_t>(q);
+          return static_cast<std::int32_t>(
+                     word(c_.me, kPadFlagsWord + w + qi).load(std::memory_order_acquire) - want[qi]) < 0;
+        },
+        "direct counters");
+  }
+
+  // The simple protocol's barrier: signal every peer with this epoch, then wait (bounded) for all of them.
+  void signal_and_wait(std::uint32_t epoch, const PushSpec& sp) {
+    for (int q = 0; q < c_.world; ++q) flag(q, c_.me).store(epoch, std::memory_order_release);
+    if (sp.mutate & kMutateNoWait) return;
+    wait_all(
+        [&](int q) {
+          return static_cast<std::int32_t>(flag(c_.me, q).load(std::memory_order_acquire) - epoch) < 0;
+        },
+        "epoch " + std::to_string(epoch));
   }
 
   EngineContext c_;

@@ -27,6 +27,11 @@ __device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
+// Adds with release semantics at system scope: every earlier write of this thread (and what it observed) is
+// visible to whoever observes the addition.
+__device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
+  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
@@ -46,6 +51,9 @@ __device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
+__device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
+  __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
   __builtin_nontemporal_store(v.x, &p->x);
   __builtin_nontemporal_store(v.y, &p->y);

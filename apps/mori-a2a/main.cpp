@@ -19,6 +19,7 @@ struct Options {
   double factor = 2;
   std::string addressing = "both";
   std::string sync = "both";
+  std::string protocol = "auto";
   std::string stride_quantum = "0";
   A2aConfig cfg;
 };
@@ -49,17 +50,17 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
   std::printf(
       "# mori-a2a  world %d  (contract: double-buffered; ceiling = best copy of the same bytes, same run)\n",
       world);
-  std::printf("%10s %5s %6s %5s %5s %9s %9s %9s %10s %10s %7s %9s %7s %s\n", "chunk", "addr", "sync", "graph",
-              "bpp", "p50_us", "push_us", "sync_us", "total_GB/s", "ceil_GB/s", "ceil_%", "phys_GB/s",
-              "#wrong", "notes");
+  std::printf("%10s %5s %6s %6s %5s %5s %9s %9s %9s %10s %10s %7s %9s %7s %s\n", "chunk", "addr", "sync",
+              "proto", "graph", "bpp", "p50_us", "push_us", "sync_us", "total_GB/s", "ceil_GB/s", "ceil_%",
+              "phys_GB/s", "#wrong", "notes");
   for (const auto& r : rs) {
     std::string notes;
     if (r.physical.l2_resident) notes += " L2-resident";
     if (time_sliced) notes += " TIME-SLICED(no MPS)";
     char phys[32] = "-";
     if (r.physical.gbps) std::snprintf(phys, sizeof(phys), "%.0f", *r.physical.gbps);
-    std::printf("%9zuB %5s %6s %5s %5d %9.2f %9.2f %9.2f %10.1f %10.1f %6.1f%% %9s %7llu%s\n", r.chunk_bytes,
-                to_string(r.addressing), to_string(r.sync),
+    std::printf("%9zuB %5s %6s %6s %5s %5d %9.2f %9.2f %9.2f %10.1f %10.1f %6.1f%% %9s %7llu%s\n",
+                r.chunk_bytes, to_string(r.addressing), to_string(r.sync), to_string(r.protocol),
                 r.graph ? std::to_string(r.graph_iters).c_str() : "-", r.blocks_per_peer, r.time_us.p50,
                 r.push_only_us, r.sync_only_us, r.total_bw_gbps, r.ceiling.gbps,
                 r.ceiling.gbps > 0 ? 100.0 * r.total_bw_gbps / r.ceiling.gbps : 0.0, phys,
@@ -68,14 +69,16 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
   // ptr vs lsa, same chunk / sync / graph.
   std::map<std::tuple<std::size_t, int, int>, std::pair<double, double>> pairs;
   for (const auto& r : rs) {
-    auto& p = pairs[{r.chunk_bytes, static_cast<int>(r.sync), r.graph_iters}];
+    auto& p =
+        pairs[{r.chunk_bytes, static_cast<int>(r.sync) * 2 + static_cast<int>(r.protocol), r.graph_iters}];
     (r.addressing == Addressing::ptr ? p.first : p.second) = r.time_us.p50;
   }
   for (const auto& [k, v] : pairs)
     if (v.first > 0 && v.second > 0)
       std::printf("# ptr vs lsa  chunk %zuB sync %s graph %d: ptr %.2f us, lsa %.2f us (lsa %+.1f%%)\n",
-                  std::get<0>(k), std::get<1>(k) ? "device" : "host", std::get<2>(k), v.first, v.second,
-                  100.0 * (v.second - v.first) / v.first);
+                  std::get<0>(k),
+                  std::get<1>(k) >= 2 ? (std::get<1>(k) == 3 ? "device/direct" : "device/simple") : "host",
+                  std::get<2>(k), v.first, v.second, 100.0 * (v.second - v.first) / v.first);
 }
 
 Json config_json(const Options& o, const ToolEnv& env) {
@@ -85,6 +88,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["chunks"] = chunks;
   cfg["addressing"] = o.addressing;
   cfg["sync"] = o.sync;
+  cfg["protocol"] = o.protocol;
   cfg["graph"] = o.cfg.graph;
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
   cfg["unroll"] = o.cfg.unroll;
@@ -139,6 +143,9 @@ int main(int argc, char** argv) {
     app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
     app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
     app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
+    app.add_option("--protocol", o.protocol,
+                   "Device-sync signalling: simple | direct | both | auto (the one measured faster here)")
+        ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
         ->capture_default_str();
@@ -174,6 +181,12 @@ int main(int argc, char** argv) {
     if (o.sync == "device" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::device);
     if (o.cfg.syncs.empty())
       throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
+    o.cfg.protocols.clear();
+    if (o.protocol == "simple" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::simple);
+    if (o.protocol == "direct" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::direct);
+    if (o.cfg.protocols.empty() && o.protocol != "auto")
+      throw UsageError("--protocol: unknown value '" + o.protocol +
+                       "' (accepted: simple, direct, both, auto)");
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
     int world = 1;

@@ -137,7 +137,9 @@ std::vector<KernelSpec> kernel_catalog() {
   for (const char* lsa : {"0", "1"})
     for (const char* sync : {"0", "1"})
       for (const char* unroll : {"4", "8"})
-        a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ">");
+        for (const char* direct : {"0", "1"})
+          a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
+                                       direct + ">");
   return {a2a};
 }
 

@@ -30,7 +30,7 @@ constexpr int kThreads = 512;
 
 // Signal pad as the kernels see it (kernels/a2a.hip, MoriSignalPad).
 std::size_t signal_pad_bytes(int world) {
-  return 32 * 4 + 4 * static_cast<std::size_t>(world);
+  return 32 * 4 + 3 * 4 * static_cast<std::size_t>(world);  // flags, counters, bases
 }
 
 std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string& step) {
@@ -136,6 +136,13 @@ struct A2aBench::Impl {
     return s;
   }
 
+  // The protocols of device-sync rows: as given, else the one measured faster for this placement (README
+  // "Protocols").
+  std::vector<Protocol> protocols() const {
+    if (!cfg.protocols.empty()) return cfg.protocols;
+    return {Protocol::simple};
+  }
+
   detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
 
   std::uint32_t mutation(int epoch) const {
@@ -183,7 +190,8 @@ struct A2aBench::Impl {
     return wrong;
   }
 
-  A2aResult run_row(std::size_t chunk, Addressing a, SyncMode sm, int graph_k, const Ceiling& ceiling) {
+  A2aResult run_row(std::size_t chunk, Addressing a, SyncMode sm, Protocol proto, int graph_k,
+                    const Ceiling& ceiling) {
     A2aResult r;
     r.chunk_bytes = chunk;
     r.addressing = a;
@@ -191,12 +199,14 @@ struct A2aBench::Impl {
     r.graph = graph_k > 0;
     r.graph_iters = graph_k;
     const bool device_sync = sm == SyncMode::device;
-    const PushSpec s = spec(a, device_sync, chunk);
+    PushSpec s = spec(a, device_sync, chunk);
+    s.protocol = proto;
+    r.protocol = proto;
     r.blocks_per_peer = s.blocks_per_peer;
     r.unroll = s.unroll;
     const A2aLayout L = layout(chunk);
-    const std::string tag =
-        std::string("a2a.") + to_string(a) + "." + to_string(sm) + (r.graph ? ".graph" : "");
+    const std::string tag = std::string("a2a.") + to_string(a) + "." + to_string(sm) + "." +
+                            to_string(proto) + (r.graph ? ".graph" : "");
     r.skew_us = cfg.skew_us >= 0 ? cfg.skew_us : eng->default_skew_us();
     r.wrong = verify_row(L, s, graph_k, tag, r.skew_us, &r.verified_epochs);
 
@@ -272,11 +282,14 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
     detail::Timer t = m.timer(0);
     const Ceiling ceiling =
         detail::measure_ceiling(t, m.layout(chunk), m.spec(Addressing::ptr, false, chunk), m.world);
+    const auto protocols = m.protocols();
     for (SyncMode s : m.cfg.syncs)
-      for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(chunk, a, s, 0, ceiling));
+      for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})
+        for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(chunk, a, s, pr, 0, ceiling));
     if (m.cfg.graph > 0)
-      for (Addressing a : m.cfg.addressing)
-        out.push_back(m.run_row(chunk, a, SyncMode::device, m.cfg.graph, ceiling));
+      for (Protocol pr : protocols)
+        for (Addressing a : m.cfg.addressing)
+          out.push_back(m.run_row(chunk, a, SyncMode::device, pr, m.cfg.graph, ceiling));
     if (m.me == 0 && progress) {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "chunk %zu B done: ceiling %.1f GB/s (%s%s, spread %.1f%%)", chunk,

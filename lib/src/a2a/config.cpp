@@ -17,6 +17,9 @@ const char* to_string(Addressing a) noexcept {
 const char* to_string(SyncMode s) noexcept {
   return s == SyncMode::device ? "device" : "host";
 }
+const char* to_string(Protocol p) noexcept {
+  return p == Protocol::direct ? "direct" : "simple";
+}
 
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
   if (c.chunks.empty()) throw UsageError("--chunk-kib / -b -e -f: no chunk size given");
@@ -82,7 +85,7 @@ Json to_json(const A2aResult& r) {
   j["sync"] = to_string(r.sync);
   j["graph"] = r.graph;
   j["graph_iters"] = r.graph_iters;
-  j["protocol"] = "simple";
+  j["protocol"] = to_string(r.protocol);
   j["blocks_per_peer"] = r.blocks_per_peer;
   j["unroll"] = r.unroll;
   j["iters"] = r.iters;

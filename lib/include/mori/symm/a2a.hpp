@@ -26,16 +26,21 @@ class Bootstrap;
 
 enum class Addressing { ptr, lsa };
 enum class SyncMode { host, device };
+// How device sync signals (README "Protocols"): simple = the last block fences at system scope and stores one
+// flag per peer; direct = every block adds to its destination's counter with release semantics.
+enum class Protocol { simple, direct };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
+const char* to_string(Protocol p) noexcept;
 
 struct A2aConfig {
   std::vector<std::size_t> chunks;  // bytes per (source, destination) pair
   std::vector<Addressing> addressing = {Addressing::ptr, Addressing::lsa};
   std::vector<SyncMode> syncs = {SyncMode::host, SyncMode::device};
   int graph = 0;  // K > 0: also capture K iterations (push + device barrier) in a graph and replay it
-  int blocks_per_peer = 0;  // 0 = auto
-  int unroll = 0;           // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
+  std::vector<Protocol> protocols;  // empty = auto (per placement, from measurements)
+  int blocks_per_peer = 0;          // 0 = auto
+  int unroll = 0;                   // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
   int warmup = 5;
   int iters = 20;
   int verify_epochs =
@@ -75,6 +80,7 @@ struct A2aResult {
   SyncMode sync = SyncMode::host;
   bool graph = false;
   int graph_iters = 0;
+  Protocol protocol = Protocol::simple;
   int blocks_per_peer = 0;
   int unroll = 0;
   int iters = 0;  // timed iterations (graph: replays x graph_iters)

@@ -32,7 +32,8 @@ enum Mutation : std::uint32_t { kMutateNoWait = 1, kMutateStale = 2, kMutateOver
 
 struct PushSpec {
   Addressing addressing = Addressing::ptr;
-  bool sync = true;  // fused device barrier
+  bool sync = true;  // fused device synchronisation
+  Protocol protocol = Protocol::simple;
   int blocks_per_peer = 1;
   int unroll = 4;
   std::uint32_t mutate = 0;
