@@ -136,11 +136,13 @@ struct A2aBench::Impl {
     return s;
   }
 
-  // The protocols of device-sync rows: as given, else the one measured faster for this placement (README
-  // "Protocols").
-  std::vector<Protocol> protocols() const {
+  // The protocols of device-sync rows: as given, else the one measured faster at this chunk size (README
+  // "Protocols"; results/h200x2/protocol-sweep/: direct 3-17% faster from 64 KiB to 4 MiB on 2 x H200 and on
+  // 8 ranks of one H200, simple 0.2-1.6% faster at 64 MiB; the switch sits at 16 MiB, which was not
+  // measured).
+  std::vector<Protocol> protocols(std::size_t chunk) const {
     if (!cfg.protocols.empty()) return cfg.protocols;
-    return {Protocol::simple};
+    return {chunk < (std::size_t{16} << 20) ? Protocol::direct : Protocol::simple};
   }
 
   detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
@@ -282,7 +284,7 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
     detail::Timer t = m.timer(0);
     const Ceiling ceiling =
         detail::measure_ceiling(t, m.layout(chunk), m.spec(Addressing::ptr, false, chunk), m.world);
-    const auto protocols = m.protocols();
+    const auto protocols = m.protocols(chunk);
     for (SyncMode s : m.cfg.syncs)
       for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})
         for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(chunk, a, s, pr, 0, ceiling));
