@@ -57,6 +57,22 @@ if m is not None:
         failures.append(f"--pairs 3: {len(pairs)} pairs, {len(m['rows'])} rows")
     else:
         print(f"ok   --pairs 3: {sorted(pairs)}")
+# A responder that never answers (test-only fault): the initiator's bounded wait ends, the row says "timeout"
+# and the tool exits 4 within the bound.
+out = os.path.join(tempfile.mkdtemp(prefix="mori-matrix-"), "t.json")
+cmd = list(MPIRUN) + ["-n", "2", "-x", "MORI_FAULT=matrix.no-pong:1", os.path.join(BIN, "mori-probe"), "--backend",
+                      "host", "--timeout-s", "3", "--matrix", "--matrix-mib", "1", "--rounds", "10", "--json", out]
+p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+if p.returncode != 4 or "TIMEOUT" not in p.stdout:
+    failures.append(f"no-pong: exit {p.returncode} (expected 4)\n{p.stdout}")
+else:
+    with open(out) as f:
+        rows = json.load(f)["matrix"]["rows"]
+    bad = [r for r in rows if r.get("status") == "timeout"]
+    if not bad or any(r["latency_us_p50"] is not None for r in bad) or any(r["src"] != 0 for r in bad):
+        failures.append(f"no-pong: rows {rows}")
+    else:
+        print(f"ok   no-pong: exit 4, {len(bad)} timed-out rows from rank 0")
 for f in failures:
     print("FAIL", f)
 sys.exit(1 if failures else 0)

@@ -171,13 +171,14 @@ std::string gbps(const Json& v) {
 void print_matrix(const Json& m) {
   std::printf("peer matrix (%s MiB, p50 latency of %d round trips / 2):\n",
               gbps(Json(m["bytes"].get<double>() / (1 << 20))).c_str(), m["rounds"].get<int>());
-  std::printf("  %-9s %-4s %12s %12s %12s %12s\n", "src->dst", "addr", "write GB/s", "read GB/s", "lat us",
-              "link GB/s");
+  std::printf("  %-9s %-4s %12s %12s %12s %12s %12s\n", "src->dst", "addr", "write GB/s", "read GB/s",
+              "CE write", "lat us", "link GB/s");
   for (const auto& r : m["rows"]) {
     const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
-    std::printf("  %-9s %-4s %12s %12s %12s %12s%s\n", pair.c_str(),
+    std::printf("  %-9s %-4s %12s %12s %12s %12s %12s%s\n", pair.c_str(),
                 r["addressing"].get<std::string>().c_str(), gbps(r["write_gbps"]).c_str(),
-                gbps(r["read_gbps"]).c_str(), gbps(r["latency_us_p50"]).c_str(), gbps(r["link_gbps"]).c_str(),
+                gbps(r["read_gbps"]).c_str(), gbps(r["copy_engine_write_gbps"]).c_str(),
+                gbps(r["latency_us_p50"]).c_str(), gbps(r["link_gbps"]).c_str(),
                 r.contains("status") ? "  TIMEOUT" : "");
   }
 }

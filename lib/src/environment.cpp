@@ -1,11 +1,11 @@
 #include "mori/symm/environment.hpp"
 
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -82,6 +82,14 @@ const char* compute_mode_name(int m) {
     default:
       return nullptr;
   }
+}
+
+// PCI addresses compared by value: NVML writes an 8-digit domain, the CUDA driver a 4-digit one.
+bool same_pci(const std::string& a, const std::string& b) {
+  unsigned d1 = 0, b1 = 0, s1 = 0, f1 = 0, d2 = 0, b2 = 0, s2 = 0, f2 = 0;
+  return std::sscanf(a.c_str(), "%x:%x:%x.%x", &d1, &b1, &s1, &f1) == 4 &&
+         std::sscanf(b.c_str(), "%x:%x:%x.%x", &d2, &b2, &s2, &f2) == 4 && d1 == d2 && b1 == b2 && s1 == s2 &&
+         f1 == f2;
 }
 
 std::string pci_of(Runtime& rt, int device) {
@@ -232,8 +240,7 @@ Json link_gbps(Runtime& rt, int from, int to, std::string* why) {
   }
   int links = 0;
   for (const auto& p : nv.nvlink)
-    if (p.remote_type == "switch" || strcasecmp(p.remote_pci_bus_id.c_str(), b.c_str()) == 0)
-      links += p.links;
+    if (p.remote_type == "switch" || same_pci(p.remote_pci_bus_id, b)) links += p.links;
   if (links == 0) {
     *why = "no active NVLink from " + a + " to " + b;
     return nullptr;

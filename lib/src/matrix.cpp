@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
 
+#include "mori/symm/detail/fault.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
@@ -21,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-enum Value { kSrc, kDst, kWrite, kRead, kLatency, kTimeout, kValues };
+enum Value { kSrc, kDst, kWrite, kRead, kCopyEngine, kLatency, kTimeout, kValues };
 
 struct Ctx {
   Ctx(Bootstrap& b, Runtime& r, Window& win, const MatrixOptions& opt) : boot(b), rt(r), w(win), o(opt) {}
@@ -56,9 +58,21 @@ std::string kernel(const char* name, int lsa) {
   return std::string(name) + "<" + std::to_string(lsa) + ">";
 }
 
-// GB/s of o.iterations copies (median) of o.bytes between the local scratch buffer and peer's slot.
-double bandwidth(Ctx& c, int peer, int lsa, int read) {
+// GB/s of o.bytes per run: the median of o.iterations runs of `run` on the stream, after one warm-up.
+double gpu_gbps(Ctx& c, const std::function<void()>& run) {
   std::vector<double> ms;
+  for (int i = 0; i <= c.o.iterations; ++i) {
+    c.rt.event_record(c.e0, c.stream);
+    run();
+    c.rt.event_record(c.e1, c.stream);
+    c.rt.event_sync(c.e1);
+    if (i) ms.push_back(c.rt.event_elapsed_ms(c.e0, c.e1));
+  }
+  return static_cast<double>(c.o.bytes) / (median(ms) * 1e6);
+}
+
+// GB/s of copies of o.bytes between the local scratch buffer and peer's slot, by the load/store kernel.
+double bandwidth(Ctx& c, int peer, int lsa, int read) {
   if (c.gpu) {
     Function f = c.mod->function(kernel("matrix_copy", lsa));
     void* peers = const_cast<void**>(c.w.peer_ptrs_device());
@@ -68,22 +82,22 @@ double bandwidth(Ctx& c, int peer, int lsa, int read) {
     void* local = c.scratch;
     void* args[] = {&peers, &base, &stride, &idx, &read, &local, &n16};
     const unsigned blocks = static_cast<unsigned>(c.rt.device_info(c.w.options().device).multiprocessors) * 4;
-    for (int i = 0; i <= c.o.iterations; ++i) {  // the first launch is a warm-up
-      c.rt.event_record(c.e0, c.stream);
-      c.rt.launch(f, {blocks}, {512}, 0, c.stream, args);
-      c.rt.event_record(c.e1, c.stream);
-      c.rt.event_sync(c.e1);
-      if (i) ms.push_back(c.rt.event_elapsed_ms(c.e0, c.e1));
-    }
-  } else {
-    char* remote = peer_base(c, peer, lsa);
-    for (int i = 0; i <= c.o.iterations; ++i) {
-      const auto t0 = Clock::now();
-      std::memcpy(read ? c.scratch : remote, read ? remote : c.scratch, c.o.bytes);
-      if (i) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
+    return gpu_gbps(c, [&] { c.rt.launch(f, {blocks}, {512}, 0, c.stream, args); });
+  }
+  std::vector<double> ms;
+  char* remote = peer_base(c, peer, lsa);
+  for (int i = 0; i <= c.o.iterations; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(read ? c.scratch : remote, read ? remote : c.scratch, c.o.bytes);
+    if (i) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   return static_cast<double>(c.o.bytes) / (median(ms) * 1e6);
+}
+
+// The copy engine's write of the same bytes to the same peer slot: the baseline for the kernel's write.
+double copy_engine_write(Ctx& c, int peer) {
+  char* remote = peer_base(c, peer, 0);
+  return gpu_gbps(c, [&] { c.rt.copy_async(remote, c.scratch, c.o.bytes, c.stream); });
 }
 
 // Bounded wait until *flag reaches round v (wrapping compare); false on timeout.
@@ -105,11 +119,14 @@ std::uint64_t host_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint
   auto* peer_pad = reinterpret_cast<std::uint32_t*>(remote + c.w.layout().signal_offset);
   auto* my_pad = static_cast<std::uint32_t*>(c.w.signal_pad(c.boot.rank()));
   const auto bound = std::chrono::duration<double>(c.boot.timeout_s());
+  const bool mute =
+      detail::fault_armed("matrix.no-pong", c.boot.rank());  // test-only: a responder that never answers
   for (int r = 0; r < c.o.rounds; ++r) {
     const std::uint32_t v = first + static_cast<std::uint32_t>(r);
     const auto t0 = Clock::now();
     const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(bound);
     if (!initiator && !host_wait(my_pad + 0, v, deadline)) return static_cast<std::uint64_t>(r) + 1;
+    if (mute && !initiator) continue;
     std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(remote))
         .store(v, std::memory_order_relaxed);
     std::atomic_ref<std::uint32_t>(peer_pad[initiator ? 0 : 1]).store(v, std::memory_order_release);
@@ -153,6 +170,7 @@ void measure(Ctx& c, std::pair<int, int> pair, int lsa, double* v) {
   if (me == src) {
     v[kWrite] = bandwidth(c, dst, lsa, 0);
     v[kRead] = bandwidth(c, dst, lsa, 1);
+    if (c.gpu && lsa == 0) v[kCopyEngine] = copy_engine_write(c, dst);
   }
   c.boot.barrier_fast("matrix.pingpong");
   const std::uint32_t first = c.next_round;
@@ -210,6 +228,7 @@ Json rows_json(Runtime& rt, const std::vector<double>& all, std::size_t per_rank
                 {"addressing", (i / kValues) % 2 ? "lsa" : "ptr"},
                 {"write_gbps", number_or_null(v[kWrite])},
                 {"read_gbps", number_or_null(v[kRead])},
+                {"copy_engine_write_gbps", number_or_null(v[kCopyEngine])},
                 {"latency_us_p50", number_or_null(v[kLatency])},
                 {"link_gbps", link}};
     if (link.is_null()) row["link_reason"] = why;

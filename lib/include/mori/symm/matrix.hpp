@@ -25,8 +25,9 @@ struct MatrixOptions {
 std::vector<std::pair<int, int>> matrix_pairs(const Bootstrap& boot, int sample);
 
 // Collective. Returns {bytes, iterations, rounds, rows: [{src, dst, addressing, write_gbps, read_gbps,
-// latency_us_p50, link_gbps[, link_reason]}]} on every rank. A ping-pong that exceeded its bound leaves
-// null values and status "timeout"; *timed_out is then true.
+// copy_engine_write_gbps (GPU, ptr rows: the copy engine's write of the same bytes; else null),
+// latency_us_p50, link_gbps[, link_reason]}]} on every rank. A ping-pong that exceeded its bound leaves null
+// values and status "timeout"; *timed_out is then true.
 Json peer_matrix(Bootstrap& boot, Runtime& rt, int device, HandleType ht, const MatrixOptions& o,
                  bool* timed_out);
 
