@@ -11,6 +11,7 @@
 #include <map>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
@@ -379,6 +380,9 @@ int run(ToolEnv& env, const Options& o) {
   if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
     throw UsageError("--journal-dir: '" + o.journal_dir + "' already holds journals; choose a new folder");
   boot.barrier("teardown.journal-checked");
+  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
+  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
+  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
 
   WindowOptions wo;
   wo.bytes = parse_size("--size", o.size);
