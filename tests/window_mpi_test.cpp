@@ -6,6 +6,7 @@
 // resources end where they started. --size-by-rank gives each rank a different size (the mismatch test).
 #include <cstring>
 
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
@@ -25,6 +26,7 @@ struct Options {
   std::size_t stride_quantum = 0;
   int expect_team_size = 0;
   bool check_every_cycle = false;
+  bool doctor = false;
 };
 
 std::uint32_t pattern(int writer, int target, std::size_t word, int model) {
@@ -84,6 +86,8 @@ int run(ToolEnv& env, const Options& o) {
   if (o.expect_team_size && boot.team_size() != o.expect_team_size)
     throw CheckFailed("team size " + std::to_string(boot.team_size()) + ", expected " +
                       std::to_string(o.expect_team_size));
+  // The cheap checks, as a tool runs them before its first window: a failing rendezvous then names the cause.
+  if (o.doctor) cheap_diagnoses(boot, &rt, env.device, 1);
   int fds0 = -1;
   LiveResources live0{};
   long wrong = 0;
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
     app.add_option("--stride-quantum", o.stride_quantum);
     app.add_option("--expect-team-size", o.expect_team_size);
     app.add_flag("--check-every-cycle", o.check_every_cycle);
+    app.add_flag("--doctor", o.doctor);
   };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
   return tool_main(argc, argv, spec);

@@ -3,8 +3,11 @@
 
 #include <cstdlib>
 
+#include "mori/symm/doctor.hpp"
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
+#include "mori/symm/matrix.hpp"
 #include "mori/symm/probe.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
@@ -18,7 +21,44 @@ struct Options {
   double deep_mib = 256;
   bool jit_precompile = false;
   std::string archs;
+  bool list_diagnoses = false;
+  bool strict = false;
+  int windows = 16;
+  bool matrix = false;
+  double matrix_mib = 64;
+  MatrixOptions mx;
 };
+
+int list_catalog(ToolEnv& env) {
+  if (!env.is_root()) return 0;
+  std::printf("%-34s %-8s %s\n", "id", "severity", "cause / fix");
+  for (const auto& e : diagnosis_catalog())
+    std::printf("%-34s %-8s %s\n%44s fix: %s\n", e.id, to_string(e.severity), e.cause, "", e.fix);
+  return 0;
+}
+
+// The device and deep checks of the node this rank probed.
+Json node_diagnoses(ToolEnv& env, const std::vector<DeviceProbe>& probes, const Json& node) {
+  std::vector<Diagnosis> d;
+  for (const auto& p : probes) {
+    auto x = diagnose_device(p, env.rt->platform(), device_env(*env.rt, p.info.index), env.boot->rank());
+    d.insert(d.end(), x.begin(), x.end());
+  }
+  if (node.contains("deep")) {
+    auto x = diagnose_deep(node["deep"], env.boot->rank());
+    d.insert(d.end(), x.begin(), x.end());
+  }
+  return to_json(d);
+}
+
+// Every node's device checks plus the cross-rank checks, errors first.
+std::vector<Diagnosis> all_diagnoses(const Json& nodes, const std::vector<RankFacts>& facts, int windows) {
+  auto d = diagnose_ranks(facts, windows);
+  for (const auto& n : nodes)
+    for (const auto& j : n["diagnoses"]) d.push_back(diagnosis_from_json(j));
+  sort_diagnoses(d);
+  return d;
+}
 
 // Every kernel of the catalog for every arch asked for; needs no GPU.
 int precompile(ToolEnv& env, const Options& o) {
@@ -121,6 +161,28 @@ void print_table(const Json& nodes) {
   }
 }
 
+std::string gbps(const Json& v) {
+  if (v.is_null()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", v.get<double>());
+  return buf;
+}
+
+void print_matrix(const Json& m) {
+  std::printf("peer matrix (%s MiB, p50 latency of %d round trips / 2):\n",
+              gbps(Json(m["bytes"].get<double>() / (1 << 20))).c_str(), m["rounds"].get<int>());
+  std::printf("  %-9s %-4s %12s %12s %12s %12s %12s\n", "src->dst", "addr", "write GB/s", "read GB/s",
+              "CE write", "lat us", "link GB/s");
+  for (const auto& r : m["rows"]) {
+    const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
+    std::printf("  %-9s %-4s %12s %12s %12s %12s %12s%s\n", pair.c_str(),
+                r["addressing"].get<std::string>().c_str(), gbps(r["write_gbps"]).c_str(),
+                gbps(r["read_gbps"]).c_str(), gbps(r["copy_engine_write_gbps"]).c_str(),
+                gbps(r["latency_us_p50"]).c_str(), gbps(r["link_gbps"]).c_str(),
+                r.contains("status") ? "  TIMEOUT" : "");
+  }
+}
+
 int run(ToolEnv& env, const Options& o) {
   auto& boot = *env.boot;
   auto& rt = *env.rt;
@@ -136,12 +198,18 @@ int run(ToolEnv& env, const Options& o) {
     node["mps_active"] = mps_active();
     if (!env.gpu_unavailable.empty()) node["gpu_unavailable"] = env.gpu_unavailable;
     Json devs = Json::array();
-    for (int d = 0; d < rt.device_count(); ++d) devs.push_back(to_json(probe_device(rt, d)));
+    std::vector<DeviceProbe> probes;
+    for (int d = 0; d < rt.device_count(); ++d) {
+      probes.push_back(probe_device(rt, d));
+      devs.push_back(to_json(probes.back()));
+    }
     node["devices"] = devs;
     if (o.deep) node["deep"] = probe_deep(rt, static_cast<std::size_t>(o.deep_mib * (1 << 20)));
+    node["diagnoses"] = node_diagnoses(env, probes, node);
     mine = node.dump();
   }
   // Gather the node reports (variable length) to every rank; rank 0 prints.
+  const auto facts = gather_rank_facts(&boot, &rt, env.device);
   auto lens = boot.allgather_value("probe.lengths", static_cast<std::uint64_t>(mine.size()));
   std::uint64_t maxlen = 0;
   for (auto l : lens) maxlen = std::max(maxlen, l);
@@ -161,11 +229,24 @@ int run(ToolEnv& env, const Options& o) {
   doc["meta"] = make_meta(env, chosen);
   doc["config"] = {{"deep", o.deep}, {"deep_bytes", static_cast<std::uint64_t>(o.deep_mib * (1 << 20))}};
   doc["nodes"] = nodes;
+  const auto diagnoses = all_diagnoses(nodes, facts, o.windows);
+  doc["diagnoses"] = to_json(diagnoses);
+  bool timed_out = false;
+  if (o.matrix) {
+    auto mx = o.mx;
+    mx.bytes = static_cast<std::size_t>(o.matrix_mib * (1 << 20)) / 16 * 16;
+    doc["matrix"] = peer_matrix(boot, rt, env.device, choose_handle_type(rt, env.device), mx, &timed_out);
+  }
   if (env.is_root()) {
-    if (env.common.json != "-") print_table(nodes);
+    if (env.common.json != "-") {
+      print_table(nodes);
+      std::printf("diagnoses: %s\n%s", diagnoses.empty() ? "none" : "", format_diagnoses(diagnoses).c_str());
+      if (o.matrix) print_matrix(doc["matrix"]);
+    }
     if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
-  return 0;
+  if (timed_out) return static_cast<int>(ExitCode::timeout);
+  return o.strict && has_error(diagnoses) ? static_cast<int>(ExitCode::check_failed) : 0;
 }
 
 }  // namespace
@@ -183,12 +264,37 @@ int main(int argc, char** argv) {
     app.add_option("--deep-mib", o.deep_mib, "Buffer size for --deep bandwidth, MiB")->capture_default_str();
     app.add_flag("--jit-precompile", o.jit_precompile,
                  "Compile every kernel into the JIT cache for --archs (no GPU needed), instead of probing");
+    app.add_flag("--list-diagnoses", o.list_diagnoses, "Print the catalog of diagnoses and exit");
+    app.add_flag("--strict", o.strict, "Exit 1 when a diagnosis of severity error is found");
+    app.add_option("--windows", o.windows, "Windows per rank the application will create (fd-limit check)")
+        ->capture_default_str();
+    app.add_flag(
+        "--matrix", o.matrix,
+        "Peer matrix through a symmetric window: write/read bandwidth and put-with-signal latency for "
+        "every ordered pair of ranks of a node");
+    app.add_option("--matrix-mib", o.matrix_mib, "Bandwidth transfer size for --matrix, MiB")
+        ->capture_default_str();
+    app.add_option("--pairs", o.mx.pairs, "--matrix: measure this many sampled pairs (0 = all)")
+        ->capture_default_str();
+    app.add_option("--rounds", o.mx.rounds, "--matrix: ping-pong round trips per pair")
+        ->capture_default_str();
+    app.add_option("--iterations", o.mx.iterations, "--matrix: timed transfers per direction")
+        ->capture_default_str();
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");
   };
   spec.validate = [&] {
+    if (!(o.matrix_mib >= 1.0 / 1024 && o.matrix_mib <= 65536))
+      throw UsageError("--matrix-mib: must be in [1/1024, 65536]");
+    if (o.mx.pairs < 0 || o.mx.rounds < 1 || o.mx.rounds > 1000000 || o.mx.iterations < 1 ||
+        o.mx.iterations > 10000)
+      throw UsageError("--pairs >= 0, --rounds in [1, 1000000], --iterations in [1, 10000]");
+    if (o.windows < 1 || o.windows > 1 << 20) throw UsageError("--windows: must be in [1, 1048576]");
     if (!(o.deep_mib >= 2 && o.deep_mib <= 65536)) throw UsageError("--deep-mib: must be in [2, 65536]");
   };
-  spec.body = [&](ToolEnv& env) { return o.jit_precompile ? precompile(env, o) : run(env, o); };
+  spec.body = [&](ToolEnv& env) {
+    if (o.list_diagnoses) return list_catalog(env);
+    return o.jit_precompile ? precompile(env, o) : run(env, o);
+  };
   return tool_main(argc, argv, spec);
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "mori/symm/environment.hpp"
 #include "mori/symm/units.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/journal.hpp"
@@ -379,6 +380,9 @@ int run(ToolEnv& env, const Options& o) {
   if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
     throw UsageError("--journal-dir: '" + o.journal_dir + "' already holds journals; choose a new folder");
   boot.barrier("teardown.journal-checked");
+  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
+  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
+  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
 
   WindowOptions wo;
   wo.bytes = parse_size("--size", o.size);

@@ -140,7 +140,8 @@ std::vector<KernelSpec> kernel_catalog() {
         for (const char* direct : {"0", "1"})
           a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
                                        direct + ">");
-  return {a2a};
+  return {a2a,
+          {"matrix.hip", {"matrix_copy<0>", "matrix_copy<1>", "matrix_pingpong<0>", "matrix_pingpong<1>"}}};
 }
 
 std::string kernel_dir() {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/version.hpp"
 
@@ -94,6 +95,8 @@ Json make_meta(ToolEnv& env, const std::string& handle_type) {
     }
   }
   m["env"] = menv;
+  m["environment"] =
+      environment_json(env.rt.get(), gather_rank_facts(env.boot.get(), env.rt.get(), env.device));
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/fd_channel.hpp"
 #include "mori/symm/log.hpp"
@@ -127,6 +128,7 @@ void Window::rendezvous(Bootstrap& boot) {
     // Exporters keep their handles until every peer has imported.
     boot.barrier("rendezvous.done");
   } catch (...) {
+    log_kept_diagnoses(boot);  // the cheap checks' likely causes, where the tool ran them
     teardown_noexcept();
     throw;
   }
