@@ -10,6 +10,7 @@
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/log.hpp"
@@ -87,11 +88,15 @@ struct A2aBench::Impl {
       throw UsageError("mori-a2a: every rank must be in one load/store team (this job spans " +
                        std::to_string(boot.num_nodes()) + " nodes)");
     placement = find_placement(boot, device, host, &time_sliced);
+    if (placement.one_rank_per_device && !host) read_link_rates();
     refuse_time_slicing();
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
     ht = cfg.handle_type == "auto" ? choose_handle_type(rt, device) : parse_handle_type(cfg.handle_type);
+    // The doctor's cheap checks; a failing rendezvous below logs what they found.
+    const auto found = cheap_diagnoses(boot, &rt, device, 1);
+    if (me == 0 && has_error(found)) spdlog::error("doctor: likely causes:\n{}", format_diagnoses(found));
     const std::uint64_t max_pitch = a2a_pitch(*std::max_element(cfg.chunks.begin(), cfg.chunks.end()));
     WindowOptions wo;
     wo.bytes = 2 * static_cast<std::size_t>(world) * max_pitch;  // two receive buffers (epoch parity)
@@ -103,6 +108,30 @@ struct A2aBench::Impl {
     win->rendezvous(boot);
     eng = detail::make_a2a_engine(
         {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch});
+  }
+
+  // The slowest NVLink path from any rank to any peer (GB/s per direction, read through NVML); collective.
+  void read_link_rates() {
+    struct Dev {
+      std::int32_t device;
+    };
+    const auto devs = boot.allgather_value("a2a.devices", Dev{device});
+    double mine = -1;  // -1: no peer on another device yet; 0: a path of unknown rate
+    std::string why = "no peer on another device";
+    for (int q = 0; q < world && mine != 0; ++q) {
+      if (q == me || boot.node_of(q) != boot.node_of(me)) continue;
+      const Json g = link_gbps(rt, device, devs[static_cast<std::size_t>(q)].device, &why);
+      const double v = g.is_number() ? g.get<double>() : 0.0;
+      mine = mine < 0 ? v : std::min(mine, v);
+    }
+    mine = std::max(mine, 0.0);
+    double slowest = mine;
+    for (double v : boot.allgather_value("a2a.links", mine)) slowest = std::min(slowest, v);
+    placement.link_gbps = slowest > 0 ? slowest : 0;
+    placement.link_source = slowest > 0
+                                ? "NVLink " + std::to_string(static_cast<int>(slowest)) +
+                                      " GB/s per direction on the slowest peer path (links x rate, NVML)"
+                                : why;
   }
 
   void refuse_time_slicing() const {
