@@ -2,6 +2,7 @@
 // always ship nvml.h), with the layouts of NVML's public header.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -39,6 +40,7 @@ struct FieldValue {  // nvmlFieldValue_t
   } value;
 };
 constexpr unsigned kNvlinkSpeedCommon = 90;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+constexpr unsigned kNvlinkGetSpeed = 164;    // NVML_FI_DEV_NVLINK_GET_SPEED (per link, scope = link index)
 constexpr unsigned kMaxLinks = 18;           // NVML_NVLINK_MAX_LINKS
 
 struct Api {
@@ -117,10 +119,12 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
     return;
   }
   std::map<std::string, NvlinkPeer> peers;
+  unsigned first_active = kMaxLinks;
   for (unsigned l = 0; l < kMaxLinks; ++l) {
     int active = 0;
     if (a.link_state(h, l, &active) != 0 || !active) continue;  // NOT_SUPPORTED past the last link
     ++d.nvlink_active;
+    first_active = std::min(first_active, l);
     PciInfo p{};
     std::string remote = a.link_remote_pci(h, l, &p) == 0 ? std::string(p.bus_id) : "unknown";
     int t = -1;
@@ -136,6 +140,13 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
     FieldValue f{};
     f.field_id = kNvlinkSpeedCommon;
     if (a.field_values(h, 1, &f) == 0 && f.ret == 0) d.link_mbps = f.value.ui;
+    // Hopper's NVML answers the common-speed field NOT_SUPPORTED; the per-link field (newer) has it.
+    if (d.link_mbps == 0 && first_active < kMaxLinks) {
+      FieldValue g{};
+      g.field_id = kNvlinkGetSpeed;
+      g.scope_id = first_active;
+      if (a.field_values(h, 1, &g) == 0 && g.ret == 0) d.link_mbps = g.value.ui;
+    }
   }
 }
 
