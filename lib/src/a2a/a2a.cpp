@@ -255,8 +255,14 @@ struct A2aBench::Impl {
           Launch::graph, [&] { eng->push(empty, s); }, tag + ".sync_only");
     } else if (device_sync) {
       detail::fault_point("a2a.timed", me);
+      // Test-only: a rank that never launches its pushes, so its peers' bounded waits expire (exit 4).
+      const bool no_launch = detail::fault_armed("a2a.no-launch", me);
       auto us = t.samples(
-          Launch::stream, [&] { eng->push(L, s); }, tag);
+          Launch::stream,
+          [&] {
+            if (!no_launch) eng->push(L, s);
+          },
+          tag);
       r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
       r.push_only_us = t.p50(
           Launch::stream, [&] { eng->push(L, bare); }, tag + ".push_only");
