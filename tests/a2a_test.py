@@ -82,7 +82,17 @@ with tempfile.TemporaryDirectory() as tmp:
                                   and r["physical_source"] and r["verified_epochs"] >= 2
                                   and r["total_bw_gbps"] <= 1.05 * r["ceiling_bw_gbps"] for r in rows), out)
 
-    for args, msg in [(["--verify-epochs", "1"], "--verify-epochs: must be in 2..64"),
+    # Soak: 30 cycles of window -> verified run -> teardown; fds, handles and mappings end where they started.
+    j = os.path.join(tmp, "cycles.json")
+    rc, out = job(4, ["--chunk-kib", "64", "--iters", "3", "--warmup", "1", "--cycles", "30", "--json", j])
+    doc = json.load(open(j)) if os.path.exists(j) else None
+    cyc = doc.get("cycles", []) if doc else []
+    check("30 cycles: every one verified, fds flat, no handle or mapping left",
+          rc == 0 and len(cyc) == 30 and all(c["wrong"] == 0 and c["handles"] == 0 and c["mappings"] == 0
+                                              for c in cyc) and cyc[0]["fds"] == cyc[-1]["fds"], out)
+
+    for args, msg in [(["--cycles", "0"], "--cycles: must be in 1..100000"),
+                      (["--verify-epochs", "1"], "--verify-epochs: must be in 2..64"),
                       (["--skew-us", "5000000"], "--skew-us: at most 1000000")]:
         rc, out = job(2, args)
         lines = [l for l in out.splitlines() if "mori-a2a: error" in l]

@@ -5,6 +5,7 @@
 
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
@@ -20,6 +21,7 @@ struct Options {
   std::string addressing = "both";
   std::string sync = "both";
   std::string protocol = "auto";
+  int cycles = 1;
   std::string stride_quantum = "0";
   A2aConfig cfg;
 };
@@ -100,27 +102,54 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["handle_type"] = o.cfg.handle_type;
   cfg["stride_quantum"] = o.cfg.stride_quantum;
   cfg["timeout_s"] = env.common.timeout_s;
+  cfg["cycles"] = o.cycles;
   return cfg;
 }
 
+// One cycle's resources after its window was torn down: a soak's evidence that nothing accumulates.
+Json cycle_json(ToolEnv& env, int cycle, std::uint64_t wrong) {
+  const auto live = env.rt->live_resources();
+  return {{"cycle", cycle},
+          {"fds", count_open_fds()},
+          {"handles", live.handles},
+          {"mappings", live.mappings},
+          {"reservations", live.reservations},
+          {"device_free_bytes", env.rt->mem_info().free_bytes},
+          {"wrong", wrong}};
+}
+
 int run(ToolEnv& env, Options& o) {
-  A2aBench bench(*env.rt, *env.boot, env.device, o.cfg);
-  auto results = bench.run([](const std::string& line) { spdlog::info("{}", line); });
-  std::uint64_t wrong = 0;
-  for (const auto& r : results) wrong += r.wrong;
   Json doc;
   doc["schema"] = "mori.a2a/2";
-  doc["meta"] = make_meta(env, bench.handle_type());
-  doc["meta"]["jit"] = bench.gather_jit_json();
-  doc["meta"].update(bench.extra_meta());
-  bench.finish();
+  std::vector<A2aResult> results;
+  std::uint64_t wrong = 0;
+  bool time_sliced = false;
+  Json cycles = Json::array();
+  for (int c = 0; c < o.cycles; ++c) {
+    A2aBench bench(*env.rt, *env.boot, env.device, o.cfg);
+    results = bench.run([&](const std::string& line) {
+      if (o.cycles == 1) spdlog::info("{}", line);
+    });
+    std::uint64_t w = 0;
+    for (const auto& r : results) w += r.wrong;
+    wrong += w;
+    if (c == 0) {
+      doc["meta"] = make_meta(env, bench.handle_type());
+      doc["meta"]["jit"] = bench.gather_jit_json();
+      doc["meta"].update(bench.extra_meta());
+      time_sliced = bench.time_sliced();
+    }
+    bench.finish();
+    if (o.cycles > 1) cycles.push_back(cycle_json(env, c, w));
+  }
   doc["config"] = config_json(o, env);
   Json rs = Json::array();
   for (const auto& r : results) rs.push_back(to_json(r));
-  doc["results"] = rs;
+  doc["results"] = rs;                       // of the last cycle
+  if (o.cycles > 1) doc["cycles"] = cycles;  // this rank's (rank 0's in the file)
   doc["wrong"] = wrong;
   if (env.is_root()) {
-    if (env.common.json != "-") print_table(results, env.boot->world(), bench.time_sliced());
+    if (env.common.json != "-") print_table(results, env.boot->world(), time_sliced);
     if (!env.common.json.empty()) write_json(env.common.json, doc);
     if (wrong)
       std::fprintf(stderr, "mori-a2a: %llu wrong element(s)\n", static_cast<unsigned long long>(wrong));
@@ -162,6 +191,9 @@ int main(int argc, char** argv) {
     app.add_option("--skew-us", o.cfg.skew_us,
                    "Delay of odd ranks before each verified push (-1 = default: 50 GPU, 3000 host)")
         ->capture_default_str();
+    app.add_option("--cycles", o.cycles,
+                   "Soak: window setup, verified run and teardown N times; resources per cycle in the JSON")
+        ->capture_default_str();
     app.add_flag(
         "--allow-time-slicing", o.cfg.allow_time_slicing,
         "Run device sync although ranks share a GPU without MPS (numbers then measure time-slicing)");
@@ -181,6 +213,7 @@ int main(int argc, char** argv) {
     if (o.sync == "device" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::device);
     if (o.cfg.syncs.empty())
       throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
+    if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
     o.cfg.protocols.clear();
     if (o.protocol == "simple" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::simple);
     if (o.protocol == "direct" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::direct);
