@@ -18,6 +18,9 @@ ARGS = [a for a in sys.argv[1:] if a != "--markdown"]
 BIN = ARGS[0] if ARGS else ""
 MPIRUN = ARGS[1:]
 TMP = tempfile.mkdtemp(prefix="mori-bad-")
+# "MISSING" in a case stands for a name this test makes missing: inside its own fresh temporary folder, so that
+# no case depends on what exists on the machine (/nonexistent does exist where a tool once created it).
+MISSING = os.path.join(TMP, "missing")
 LONG = "n" * 40
 
 # (tool, ranks, args, env, code, text every rank's error line must contain)
@@ -39,7 +42,7 @@ CASES = [
     ("mori-a2a", 2, ["--unroll", "3"], {}, 2, "--unroll: must be 0 (auto), 4 or 8"),
     ("mori-a2a", 2, ["--timeout-s", "0"], {}, 2, "--timeout-s: must be in (0, 86400]"),
     ("mori-a2a", 2, ["--timeout-s", "abc"], {}, 2, "--timeout-s"),
-    ("mori-a2a", 2, ["--json", "/nonexistent-dir/x.json"], {}, 2, "--json: folder '/nonexistent-dir' does not exist"),
+    ("mori-a2a", 2, ["--json", "MISSING/x.json"], {}, 2, "--json: folder 'MISSING' does not exist"),
     ("mori-a2a", 2, ["--json", "/tmp"], {}, 2, "--json: '/tmp' is a directory"),
     ("mori-a2a", 2, ["--handle-type", "dmabuf"], {}, 2, "--handle-type: unknown value 'dmabuf'"),
     ("mori-a2a", 2, ["--backend", "tpu"], {}, 2, "--backend: unknown value 'tpu'"),
@@ -51,11 +54,13 @@ CASES = [
     ("mori-a2a", 2, [], {"MORI_LOG_LEVEL": "loud"}, 2, "MORI_LOG_LEVEL: unknown level 'loud'"),
     ("mori-a2a", 2, [], {"MORI_NODE_ID": LONG}, 2, "MORI_NODE_ID: at most 31 characters"),
     ("mori-a2a", 2, ["MPMD"], {}, 2, "command-line options differ between ranks: {ranks 0} {ranks 1}"),
+    ("mori-a2a", 2, ["--stride-quantum", "4611686018427387904"], {}, 2, "--stride-quantum: the flat span"),
+    ("mori-a2a", 2, [], {"MORI_FAULT": "rendezvous.nope:1"}, 2, "MORI_FAULT: unknown point 'rendezvous.nope'"),
     ("mori-probe", 1, ["--deep-mib", "1"], {}, 2, "--deep-mib: must be in [2, 65536]"),
     ("mori-probe", 1, ["--jit-precompile", "--archs", "bogus"], {}, 2, "--archs: 'bogus' is not an arch"),
     ("mori-probe", 1, ["--jit-precompile"], {}, 2, "--jit-precompile: name the archs"),
-    ("mori-probe", 1, ["--jit-precompile", "--archs", "sm_90"], {"MORI_KERNEL_DIR": "/nonexistent"}, 2,
-     "MORI_KERNEL_DIR: '/nonexistent' is not a folder"),
+    ("mori-probe", 1, ["--jit-precompile", "--archs", "sm_90"], {"MORI_KERNEL_DIR": "MISSING"}, 2,
+     "MORI_KERNEL_DIR: 'MISSING' is not a folder"),
     ("mori-probe", 1, ["--jit-precompile", "--archs", "sm_90"], {"MORI_DISABLE_JIT": "maybe"}, 2,
      "MORI_DISABLE_JIT: 'maybe' is not a boolean"),
     ("mori-probe", 1, ["--jit-precompile"], {"MORI_GPU_ARCHS": "sm 90!"}, 2, "is not an arch"),
@@ -64,10 +69,10 @@ CASES = [
     ("mori-teardown-repro", 2, ["--cycles", "0"], {}, 2, "--cycles: must be in 1..100000"),
     ("mori-teardown-repro", 2, ["--size", "0"], {}, 2, "--size: must be in 1 byte..64 GiB"),
     ("mori-teardown-repro", 2, ["--size", "1Q"], {}, 2, "--size: '1Q' has an unknown unit"),
-    ("mori-teardown-repro", 1, ["--summarize", "/nonexistent"], {}, 2, "--summarize: '/nonexistent' is not a folder"),
+    ("mori-teardown-repro", 1, ["--summarize", "MISSING"], {}, 2, "--summarize: 'MISSING' is not a folder"),
     ("mori-teardown-repro", 2, ["--journal-dir", "USED"], {}, 2, "already holds journals"),
     ("perf-check", 0, ["GARBAGE", "GARBAGE"], {}, 2, "malformed input"),
-    ("perf-check", 0, ["/nonexistent", "/nonexistent"], {}, 2, "no such file or folder"),
+    ("perf-check", 0, ["MISSING", "MISSING"], {}, 2, "no such file or folder"),
     ("validate-json", 0, ["GARBAGE"], {}, 2, "cannot read as JSON"),
 ]
 
@@ -79,8 +84,21 @@ def leftovers():
     return socks, shm, tmp
 
 
+def fill(v):
+    return v.replace("MISSING", MISSING)
+
+
+def fixed_paths():
+    """Absolute paths a case names that are not on this machine: each would be a missing path the test did not
+    make missing itself."""
+    return [(i, v) for i, (_, _, args, env, _, _) in enumerate(CASES, 1) for v in [*args, *env.values()]
+            if v.startswith("/") and not os.path.exists(v)]
+
+
 def run(case):
     tool, n, args, env, _, _ = case
+    args = [fill(a) for a in args]
+    env = {k: fill(v) for k, v in env.items()}
     e = dict(os.environ, **env)
     garbage = os.path.join(TMP, "garbage.json")
     with open(garbage, "w") as f:
@@ -115,6 +133,10 @@ def main():
             print(f"| {i} | {tool} | `{inp or '(env only)'}` | {code} | {text.replace('|', '/')} |")
         return 0
     failures = skipped = 0
+    assert not os.path.exists(MISSING)
+    fixed = fixed_paths()
+    print(f"{'FAIL' if fixed else 'PASS'}: every missing path lies in this test's own temporary folder {fixed}")
+    failures += bool(fixed)
     before = leftovers()
     mem_kib = int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal:")))
     for i, case in enumerate(CASES, 1):
@@ -127,7 +149,7 @@ def main():
         ranks = max(n, 1) if tool not in ("perf-check", "validate-json") else 1
         if args == ["MPMD"]:
             ranks = 2
-        lines = [l for l in out.splitlines() if text in l]
+        lines = [l for l in out.splitlines() if fill(text) in l]
         after = leftovers()
         left = [sorted(a - b) for a, b in zip(after, before)]
         left[2] = [f for f in left[2] if not f.endswith(("garbage.json", "used-journal", "rank-0.journal"))]

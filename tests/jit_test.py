@@ -3,6 +3,7 @@
 
 usage: jit_test.py BIN_DIR KERNEL_DIR MPIRUN... ; each case prints PASS/FAIL, exit 1 on any failure.
 """
+import fcntl
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, finish  # noqa: E402
 import tempfile
+import time
 
 BIN, KDIR = sys.argv[1], sys.argv[2]
 MPIRUN = sys.argv[3:]
@@ -97,5 +99,48 @@ with tempfile.TemporaryDirectory() as tmp:
     # 7. A malformed boolean is a usage error.
     rc, out = run({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "maybe"}, ["--archs", "sm_90"])
     check("malformed MORI_DISABLE_JIT is exit 2", rc == 2 and "MORI_DISABLE_JIT" in out, out)
+
+    def probe(env, args, timeout=120):
+        """mori-probe --jit-precompile --archs sm_90 in exactly `env` (no cache variables inherited)."""
+        e = {k: v for k, v in os.environ.items() if k not in ("MORI_JIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
+        e.update(env)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([PROBE, "--backend", "host", "--jit-precompile", "--archs", "sm_90", *args], env=e,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+            return p.returncode, p.stdout, time.monotonic() - t0
+        except subprocess.TimeoutExpired as ex:
+            return -1, (ex.output or b"").decode(errors="replace") + "(did not end in time)", timeout
+
+    # 8. The lock wait is bounded by --timeout-s and names the holder's pid.
+    cache = os.path.join(tmp, "c8")
+    rc, out, _ = probe({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "1"}, [])
+    key = re.search(r"no cached entry ([0-9a-f]+)", out)
+    check("lock wait: the entry's key is known", rc == 3 and key, out)
+    if key:
+        with open(os.path.join(cache, "sm_90_cuda", key.group(1) + ".lock"), "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            rc, out, dt = probe({"MORI_JIT_CACHE_DIR": cache}, ["--timeout-s", "2"], timeout=90)
+        check(f"lock held elsewhere, --timeout-s 2: exit 4 after {dt:.1f} s naming pid {os.getpid()}",
+              rc == 4 and dt < 60 and f"held by pid {os.getpid()}" in out, out)
+
+    # 9. A symlinked cache root is followed; the checks apply to its target.
+    real, link = os.path.join(tmp, "c9-real"), os.path.join(tmp, "c9-link")
+    os.makedirs(real, mode=0o700)
+    os.symlink(real, link)
+    rc, out, _ = probe({"MORI_JIT_CACHE_DIR": link, "MORI_DISABLE_JIT": "1"}, [])
+    check("symlinked cache root followed", rc == 3 and "refusing" not in out
+          and f"under {real}/sm_90_cuda" in out and os.path.isdir(os.path.join(real, "sm_90_cuda")), out)
+
+    # 10. A missing $HOME is never created: in memory with one warning, or $XDG_CACHE_HOME when set.
+    home = os.path.join(tmp, "c10", "a", "b")
+    rc, out, _ = probe({"HOME": home, "MORI_DISABLE_JIT": "1"}, [])
+    check("missing HOME: not created, compiled in memory with one warning",
+          rc == 3 and out.count("compiling in memory") == 1 and not os.path.exists(os.path.join(tmp, "c10")), out)
+    xdg = os.path.join(tmp, "c10-xdg")
+    os.makedirs(xdg)
+    rc, out, _ = probe({"HOME": home, "XDG_CACHE_HOME": xdg, "MORI_DISABLE_JIT": "1"}, [])
+    check("missing HOME, XDG_CACHE_HOME set: the cache goes there", rc == 3
+          and f"under {xdg}/mori/jit/sm_90_cuda" in out and not os.path.exists(os.path.join(tmp, "c10")), out)
 
 finish()

@@ -2,11 +2,13 @@
 //
 // Scenarios compose the window library's own teardown steps in other orders; every step is journaled per rank
 // before it runs, so a crash still leaves a report (--summarize DIR).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -44,6 +46,9 @@ struct Ctx {
 };
 
 using Run = void (*)(Ctx&);
+
+// Created by rank 0 with O_EXCL in a fresh --journal-dir: the job's claim on the folder.
+constexpr const char* kClaimFile = "job.claim";
 struct Scenario {
   const char* name;
   const char* expected;  // outcome on a platform that behaves as the VMM API documents
@@ -158,8 +163,16 @@ void s_exporter_first(Ctx& c) {
     must(c.j.step("release_slot", me, [&] { w->release_slot(own); }));
   }
   must(c.j.step("barrier", -1, [&] { w->barrier("exporter-first.owner-released"); }));
-  if (me != owner) {
-    char* slot = static_cast<char*>(w->peer_ptrs()[owner]);
+  char* slot = static_cast<char*>(w->peer_ptrs()[owner]);
+  if (me != owner && !slot) {
+    // Outside the owner's load/store team (another node): there is no mapping of its memory to read.
+    must(c.j.step("read_owner.skipped_not_in_owner_team", owner, [] {}));
+    if (boot.team_rank() == 0)
+      spdlog::info(
+          "exporter-first: ranks of node {} are outside rank {}'s team: they only take part in teardown",
+          boot.node_of(me), owner);
+  }
+  if (me != owner && slot) {
     must(c.j.step("read_owner", owner, [&] {
       std::vector<std::uint8_t> got(4096);
       rt.copy_to_host(got.data(), slot, got.size());
@@ -369,16 +382,49 @@ int run(ToolEnv& env, const Options& o) {
     }
     return bad ? static_cast<int>(ExitCode::check_failed) : 0;
   }
-  // A fresh journal folder: journals of an earlier run would mix with this one.
+  // A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
+  // may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
+  // on one folder exactly one runs and the other exits 2.
   namespace fs = std::filesystem;
   std::error_code ec;
   bool used = false;
   if (fs::is_directory(o.journal_dir, ec))
     for (const auto& e : fs::directory_iterator(o.journal_dir, ec))
-      if (e.path().extension() == ".journal") used = true;
+      if (e.path().extension() == ".journal" || e.path().filename() == kClaimFile) used = true;
   auto used_all = boot.allgather_value("teardown.journal-check", static_cast<int>(used));
   if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
-    throw UsageError("--journal-dir: '" + o.journal_dir + "' already holds journals; choose a new folder");
+    throw UsageError("--journal-dir: '" + o.journal_dir +
+                     "' already holds journals (or another job's claim); choose a new folder");
+  int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
+  if (boot.rank() == 0) {
+    fs::create_directories(o.journal_dir, ec);
+    const std::string path = o.journal_dir + "/" + kClaimFile;
+    const int fd = ec ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (ec) {
+      claim[0] = 2;
+      claim[1] = ec.value();
+    } else if (fd < 0) {
+      claim[0] = errno == EEXIST ? 1 : 2;
+      claim[1] = errno;
+    } else {
+      const std::string who =
+          "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
+      const bool wrote = write(fd, who.data(), who.size()) == static_cast<ssize_t>(who.size());
+      const int werr = errno;
+      close(fd);
+      if (!wrote) {
+        unlink(path.c_str());
+        claim[0] = 2;
+        claim[1] = werr;
+      }
+    }
+  }
+  boot.broadcast("teardown.journal-claim", claim, sizeof(claim), 0);
+  if (claim[0] == 1)
+    throw UsageError("--journal-dir: '" + o.journal_dir +
+                     "' was claimed by another job started at the same time; choose a new folder");
+  if (claim[0] == 2)
+    throw UsageError("--journal-dir: cannot claim '" + o.journal_dir + "': " + errno_name(claim[1]));
   boot.barrier("teardown.journal-checked");
   // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
   const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
@@ -405,13 +451,33 @@ int run(ToolEnv& env, const Options& o) {
     run_scenario(env, j, o, *s, wo);
   }
   boot.barrier("teardown.done");
+  // A journal that could not be written (a full file system) is reported, and so is every verdict it affects.
+  struct WriteError {
+    char name[32];
+  } mine{};
+  std::strncpy(mine.name, j.write_error().c_str(), sizeof(mine.name) - 1);
+  const auto errs = boot.allgather_value("teardown.journal-errors", mine);
+  std::map<int, std::string> write_errors;
+  for (std::size_t r = 0; r < errs.size(); ++r)
+    if (errs[r].name[0]) write_errors[static_cast<int>(r)] = std::string(errs[r].name);
   Json doc;
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, to_string(wo.handle_type));
   doc["config"] = {{"scenario", o.scenario},       {"windows", o.windows},
                    {"size_bytes", wo.bytes},       {"cycles", o.cycles},
                    {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
-  Json scs = summarize_journals(o.journal_dir);
+  Json scs = summarize_journals(o.journal_dir, write_errors);
+  if (!write_errors.empty()) {
+    Json je = Json::array();
+    std::string list;
+    for (const auto& [r, e] : write_errors) {
+      je.push_back({{"rank", r}, {"error", e}});
+      list += (list.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " (" + e + ")");
+    }
+    doc["journal_errors"] = je;
+    if (env.is_root())
+      spdlog::error("journals that could not be written: {}; the verdicts of those ranks are unknown", list);
+  }
   for (auto& sc : scs)
     if (sc["name"] == "atexit") {  // its teardown runs after this report: only --summarize can judge it
       sc["outcome"] = "pending";

@@ -17,6 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long an expired MPI_Ibarrier waits for the other ranks to answer "are you there".
+constexpr double kPresenceBoundS = 1.0;
+
 std::string list_ranks(const std::vector<int>& ranks) {
   std::string s;
   for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
@@ -82,8 +85,8 @@ int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
     }
     if (done) return exit_code;  // every rank reached the end: MPI_Finalize in the destructor
   }
-  spdlog::error("not every rank reached the end within {:.1f} s; aborting the job with exit code {}", bound_s,
-                exit_code);
+  spdlog::error("not every rank reached the end within {} s; aborting the job with exit code {}",
+                format_seconds(bound_s), exit_code);
   spdlog::default_logger()->flush();
   finalized_ = true;
   MPI_Abort(MPI_COMM_WORLD, exit_code);
@@ -135,6 +138,8 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
     }
   }
   team_rank_ = team_index_[static_cast<std::size_t>(rank_)];
+  spdlog::debug("bootstrap: world {}, {} node(s), node {}, team rank {}/{}, timeout {} s", world_, num_nodes_,
+                node_[static_cast<std::size_t>(rank_)], team_rank_, team_.size(), format_seconds(timeout_s_));
 }
 
 Bootstrap::~Bootstrap() {
@@ -150,31 +155,79 @@ int Bootstrap::next_tag() {
   return 1000 + tag_;
 }
 
+double Bootstrap::bound_s() const noexcept {
+  return wait_bound_expired() ? std::min(timeout_s_, kExpiredWaitBoundS) : timeout_s_;
+}
+
 void Bootstrap::wait_all(const std::string& step, std::vector<MPI_Request>& reqs,
                          const std::vector<int>& peers, bool report_missing) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  const double bound = bound_s();
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(bound);
   int spins = 0;
   while (true) {
     int flag = 0;
     MORI_CHECK_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE));
-    if (flag) return;
+    if (flag) {
+      spdlog::trace("bootstrap: step '{}' done in {:.3f} ms", step,
+                    std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      return;
+    }
     if (Clock::now() >= deadline) break;
     backoff(spins);
   }
+  // A request that completed between the last test and the deadline is not a timeout.
   std::vector<int> missing;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     int done = 0;
     if (reqs[i] == MPI_REQUEST_NULL) continue;
-    MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE);
+    MORI_CHECK_MPI(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
     if (!done) missing.push_back(peers[i]);
   }
+  if (missing.empty()) return;
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   std::string who = report_missing
                         ? "ranks not arrived: " + list_ranks(missing)
                         : "waiting on rank " + list_ranks(missing) + " (rank 0 names the missing ranks)";
-  throw TimeoutError("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " +
-                     rank_tag() + "; " + who);
+  throw TimeoutError("step '" + step + "' timed out after " + format_seconds(bound) + " s on " + rank_tag() +
+                     "; " + who);
+}
+
+std::vector<int> Bootstrap::ranks_not_responding() {
+  // Every rank that gets here sends one byte to every other rank on a tag no collective uses; whoever does
+  // not send within the short bound is missing. Best effort: unanswered requests are cancelled.
+  static const std::uint8_t kOne = 1;
+  constexpr int kPresenceTag = 32500;
+  std::vector<std::uint8_t> got(static_cast<std::size_t>(world_), 0);
+  std::vector<MPI_Request> recvs(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    MPI_Request send = MPI_REQUEST_NULL;
+    MORI_CHECK_MPI(MPI_Isend(&kOne, 1, MPI_BYTE, p, kPresenceTag, comm_, &send));
+    MORI_CHECK_MPI(MPI_Request_free(&send));
+    MORI_CHECK_MPI(MPI_Irecv(&got[static_cast<std::size_t>(p)], 1, MPI_BYTE, p, kPresenceTag, comm_,
+                             &recvs[static_cast<std::size_t>(p)]));
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(kPresenceBoundS);
+  int flag = 0, spins = 0;
+  while (Clock::now() < deadline) {
+    MORI_CHECK_MPI(MPI_Testall(world_, recvs.data(), &flag, MPI_STATUSES_IGNORE));
+    if (flag) break;
+    backoff(spins);
+  }
+  std::vector<int> missing;
+  for (int p = 0; p < world_; ++p) {
+    auto& r = recvs[static_cast<std::size_t>(p)];
+    if (r == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MORI_CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+    if (done) continue;
+    missing.push_back(p);
+    MPI_Cancel(&r);
+    MPI_Request_free(&r);
+  }
+  return missing;
 }
 
 void Bootstrap::allgather(const std::string& step, const void* mine, void* all, std::size_t bytes) {
@@ -238,7 +291,8 @@ void Bootstrap::barrier_fast(const std::string& step) {
   if (world_ == 1) return;
   std::vector<MPI_Request> reqs(1);
   MORI_CHECK_MPI(MPI_Ibarrier(comm_, &reqs[0]));
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  const double bound = bound_s();
+  const auto deadline = Clock::now() + std::chrono::duration<double>(bound);
   int flag = 0, spins = 0;
   while (true) {
     MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
@@ -246,8 +300,26 @@ void Bootstrap::barrier_fast(const std::string& step) {
     if (Clock::now() >= deadline) break;
     if (++spins > 4096) sched_yield();
   }
-  throw TimeoutError("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " +
-                     rank_tag() + "; MPI_Ibarrier cannot say which ranks are missing");
+  // MPI_Ibarrier cannot say who is missing: ask every rank directly, within a short bound.
+  note_wait_bound_expired();
+  const auto missing = ranks_not_responding();
+  if (missing.empty()) {
+    // Every rank is alive: a bound far below the barrier's own latency (--timeout-s 0.001). One more short
+    // wait before calling it a timeout.
+    const auto again = Clock::now() + std::chrono::duration<double>(kExpiredWaitBoundS);
+    while (Clock::now() < again) {
+      MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
+      if (flag) return;
+      backoff(spins);
+    }
+  }
+  MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
+  if (flag) return;
+  throw TimeoutError("step '" + step + "' timed out after " + format_seconds(bound) + " s on " + rank_tag() +
+                     "; " +
+                     (missing.empty() ? "no rank is missing (ranks 0-" + std::to_string(world_ - 1) +
+                                            " answered), but not every rank reached this barrier"
+                                      : "ranks not arrived: " + list_ranks(missing)));
 }
 
 }  // namespace mori::symm

@@ -43,7 +43,7 @@ Nonce FdChannel::make_nonce() {
   while (got < n.size()) {
     ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
     if (r < 0 && errno == EINTR) continue;
-    MORI_CHECK_POSIX(r);
+    if (r < 0) throw ApiError("getrandom", __FILE__, __LINE__, errno_name(errno));
     got += static_cast<std::size_t>(r);
   }
   return n;
@@ -62,7 +62,7 @@ std::string FdChannel::socket_name(const Nonce& nonce, int rank) {
 FdChannel::FdChannel(const Nonce& nonce, int rank, std::vector<int> job_pids, double timeout_s)
     : rank_(rank), nonce_(nonce), pids_(std::move(job_pids)), timeout_s_(timeout_s) {
   sock_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  MORI_CHECK_POSIX(sock_);
+  if (sock_ < 0) throw ApiError("socket(AF_UNIX, SOCK_DGRAM)", __FILE__, __LINE__, errno_name(errno));
   try {
     int one = 1;
     MORI_CHECK_POSIX(setsockopt(sock_, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
@@ -117,7 +117,7 @@ void FdChannel::send(int peer, int fd, std::uint32_t tag) {
                      "to rank " + std::to_string(peer));
     if (Clock::now() >= deadline)
       throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
-                         std::to_string(timeout_s_) + " s on " + rank_tag() + " (last error " +
+                         format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
                          errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -214,12 +214,12 @@ std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t 
       std::string missing;
       for (std::size_t i = 0; i < from.size(); ++i)
         if (out[i] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(from[i]);
-      fail("step '" + step + "' timed out after " + std::to_string(timeout_s_) + " s on " + rank_tag() +
+      fail("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " + rank_tag() +
            "; no fd arrived from ranks " + missing);
     }
     pollfd p{sock_, POLLIN, 0};
     int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (pr < 0 && errno != EINTR) MORI_CHECK_POSIX(pr);
+    if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
     if (pr <= 0) continue;
     int sender = -1, fd = -1;
     std::uint32_t t = 0;

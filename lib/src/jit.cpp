@@ -4,9 +4,11 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double g_wait_bound_s = 300;  // set_jit_wait_bound(): the tools pass --timeout-s
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -42,7 +46,7 @@ std::string read_file(const std::string& path) {
 
 void write_file(const std::string& path, const void* data, std::size_t n) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  MORI_CHECK_POSIX(fd);
+  if (fd < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
   const char* p = static_cast<const char*>(data);
   std::size_t done = 0;
   while (done < n) {
@@ -84,6 +88,25 @@ std::string image_hash(const CompiledKernels& k) {
   return hash_hex({std::string(k.image.begin(), k.image.end())});
 }
 
+// Who holds a flock on fd's file, from /proc/locks ("pid N"), or "another process" when it cannot be told.
+std::string lock_holder(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return "another process";
+  char want[64];
+  std::snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; lines with "->" are waiters, not holders.
+    std::istringstream in(line);
+    std::string id, kind, mode, rw, pid, dev;
+    if (!(in >> id >> kind) || kind == "->" || kind != "FLOCK") continue;
+    if (in >> mode >> rw >> pid >> dev && dev == want) return "pid " + pid;
+  }
+  return "another process";
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -112,6 +135,10 @@ std::string manifest_text(const std::string& image, const std::string& names) {
 }
 
 }  // namespace
+
+void set_jit_wait_bound(double seconds) noexcept {
+  if (seconds > 0) g_wait_bound_s = seconds;
+}
 
 std::string hash_hex(const std::vector<std::string>& parts) {
   std::uint64_t h = 1469598103934665603ull;
@@ -176,23 +203,40 @@ Jit::Jit(std::string arch, std::string platform) : arch_(std::move(arch)), platf
     throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
   std::string root;
   if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
-    root = d;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    root = std::string(home) + "/.mori/jit";
-  }
-  if (root.empty()) {
-    memory_reason_ = "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set)";
+    root = d;  // asked for explicitly: created when missing
   } else {
+    // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home.
+    std::error_code ec;
+    const char* home = std::getenv("HOME");
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (home && *home && fs::is_directory(home, ec)) {
+      root = std::string(home) + "/.mori/jit";
+    } else if (xdg && *xdg && fs::is_directory(xdg, ec)) {
+      root = std::string(xdg) + "/mori/jit";
+    } else {
+      memory_reason_ = home && *home ? "no cache folder (HOME '" + std::string(home) +
+                                           "' is not a folder; set MORI_JIT_CACHE_DIR or XDG_CACHE_HOME)"
+                                     : "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set)";
+    }
+  }
+  if (!root.empty()) {
     std::error_code ec;
     fs::create_directories(root, ec);
+    // A symlinked root (~/.mori/jit -> /scratch/jit) is followed: the checks apply to its target.
+    std::string real = root;
+    if (!ec) {
+      const fs::path canon = fs::canonical(root, ec);
+      if (!ec) real = canon.string();
+    }
+    spdlog::debug("jit: cache root {}{}", root, real == root ? "" : " -> " + real);
     if (ec) {
       memory_reason_ = "cannot create " + root + ": " + ec.message();
-    } else if (auto why = unsafe_reason(root); !why.empty()) {
+    } else if (auto why = unsafe_reason(real); !why.empty()) {
       memory_reason_ = "refusing cache folder " + root + ": " + why;
-    } else if (access(root.c_str(), W_OK) != 0) {
+    } else if (access(real.c_str(), W_OK) != 0) {
       memory_reason_ = "cache folder " + root + " is not writable";
     } else {
-      root_ = root + "/" + arch_ + "_" + platform_;
+      root_ = real + "/" + arch_ + "_" + platform_;
       if (mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) {
         memory_reason_ = "cannot create " + root_ + ": " + errno_name(errno);
         root_.clear();
@@ -316,10 +360,10 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
     return out;
   };
   if (try_load()) return loaded();
-  // One process compiles; the others wait on the lock (bounded by the compile itself) and then load.
+  // One process compiles; the others wait on the lock (bounded by --timeout-s) and then load.
   const std::string lock_path = root_ + "/" + out.key + ".lock";
   int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  MORI_CHECK_POSIX(lock);
+  if (lock < 0) throw ApiError("open(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
   struct Unlock {
     int fd;
     ~Unlock() {
@@ -327,14 +371,25 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
       close(fd);
     }
   } unlock{lock};
-  const auto deadline = Clock::now() + std::chrono::seconds(300);
+  const double bound = g_wait_bound_s;
+  const auto waiting_since = Clock::now();
+  const auto deadline = waiting_since + std::chrono::duration<double>(bound);
+  bool said = false;
   while (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) MORI_CHECK_POSIX(-1);
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      throw ApiError("flock(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
+    if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
+      spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
+                   lock_path, lock_holder(lock), spec.file);
+      said = true;
+    }
     if (Clock::now() > deadline)
-      throw TimeoutError("jit: waited 300 s for another process compiling " + spec.file + " (lock " +
-                         lock_path + ")");
+      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + lock_path +
+                         " held by " + lock_holder(lock) + " (another process compiling " + spec.file +
+                         "); --timeout-s bounds it");
     usleep(2000);
   }
+  spdlog::debug("jit: lock {} taken", lock_path);
   if (try_load()) return loaded();
   compile("cold");
   // Publish: write a private folder, then rename it into place in one step.

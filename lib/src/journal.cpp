@@ -5,11 +5,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "mori/symm/detail/fault.hpp"
@@ -29,16 +33,17 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-void write_all(int fd, const char* s, std::size_t n) {
+// Returns 0, or the errno of the failed write (async-signal-safe: the fatal-signal handler uses it too).
+int write_all(int fd, const char* s, std::size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, s, n);
-    if (w <= 0) {
-      if (w < 0 && errno == EINTR) continue;
-      return;
-    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    if (w == 0) return EIO;
     s += w;
     n -= static_cast<std::size_t>(w);
   }
+  return 0;
 }
 
 extern "C" void on_fatal_signal(int sig) {
@@ -75,8 +80,12 @@ Journal::Journal(const std::string& dir, int rank, double step_bound_s)
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UsageError("--journal-dir: cannot create '" + dir + "': " + ec.message());
   path_ = dir + "/rank-" + std::to_string(rank) + ".journal";
-  fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // O_EXCL: a journal is this job's alone; a second job on the same folder cannot interleave with it.
+  fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == EEXIST)
+    throw UsageError("--journal-dir: '" + path_ + "' already exists (another job on the same folder?)");
   if (fd_ < 0) throw ApiError("open(" + path_ + ")", __FILE__, __LINE__, errno_name(errno));
+  spdlog::debug("teardown journal: {} (step bound {} s)", path_, format_seconds(bound_s_));
   g_journal_fd = fd_;
   struct sigaction sa {};
   sa.sa_handler = on_fatal_signal;
@@ -94,8 +103,30 @@ Journal::~Journal() {
 
 void Journal::line(const std::string& s) {
   std::string l = s + "\n";
-  write_all(fd_, l.data(), l.size());
-  fdatasync(fd_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!write_error_.empty()) return;  // the journal ends at its first failed write, said once
+  int err = 0;
+  if (detail::fault_armed("journal.full", rank_) && lines_ >= 40) {
+    // Test-only: a file system that fills up in the middle of a line.
+    (void)write_all(fd_, l.data(), l.size() / 2);
+    err = ENOSPC;
+  } else {
+    err = write_all(fd_, l.data(), l.size());
+    if (!err && fdatasync(fd_) != 0) err = errno;
+  }
+  if (err) {
+    write_error_ = errno_name(err);
+    spdlog::error(
+        "teardown journal {}: write failed ({}) after {} line(s); this rank's verdicts are incomplete", path_,
+        write_error_, lines_);
+    return;
+  }
+  ++lines_;
+}
+
+std::string Journal::write_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_error_;
 }
 
 void Journal::watchdog() {
@@ -168,9 +199,11 @@ std::vector<std::string> split_tabs(const std::string& l) {
 }
 
 // Which rank's outcome speaks for the scenario: a rank killed because the job was aborted (a crash without a
-// signal of its own) says less than the rank that hung or took the signal.
+// signal of its own) says less than the rank that hung or took the signal; a journal that cannot be read or
+// was not written says the most, since nothing else about that rank can be trusted.
 int severity(const std::string& outcome, bool own_signal) {
-  static const std::map<std::string, int> order = {{"ok", 0}, {"leak", 1}, {"api_error", 2}, {"hang", 4}};
+  static const std::map<std::string, int> order = {{"ok", 0},   {"leak", 1},    {"api_error", 2},
+                                                   {"hang", 4}, {"damaged", 7}, {"journal_error", 7}};
   if (outcome == "crash") return own_signal ? 5 : 3;
   auto it = order.find(outcome);
   return it == order.end() ? 6 : it->second;
@@ -180,16 +213,37 @@ struct RankScenario {
   Json steps = Json::array();
   std::string open_step;  // begun, not ended
   int open_peer = -1;
-  std::string signal, hang, first_error, first_error_step;
+  int begun = 0;  // steps begun: how far the rank got
+  std::string signal, hang, first_error, first_error_step, damaged;
   bool done = false;
   Json leaked = {{"fds", 0}, {"handles", 0}, {"mappings", 0}, {"device_bytes", 0}};
   bool leak = false;
   Json cycles = Json::array();
 };
 
+template <class T>
+bool parse_num(const std::string& s, T& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty();
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// Fields per record kind (at least; H carries a free-text reason).
+const std::map<std::string, std::size_t>& record_fields() {
+  static const std::map<std::string, std::size_t> m = {{"O", 3}, {"B", 4}, {"E", 6}, {"S", 3},
+                                                       {"H", 2}, {"L", 6}, {"C", 7}, {"D", 2}};
+  return m;
+}
+
 }  // namespace
 
-Json summarize_journals(const std::string& dir) {
+Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UsageError("--summarize: '" + dir + "' is not a folder");
@@ -197,77 +251,151 @@ Json summarize_journals(const std::string& dir) {
   std::map<std::string, std::map<int, RankScenario>> all;
   std::vector<std::string> order;
   std::map<std::string, int> world;
+  std::vector<std::pair<int, std::string>> unattached;  // damage before any scenario: rank, what
   int journals = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".journal") continue;
     int rank = 0;
-    try {
-      rank = std::stoi(name.substr(5));
-    } catch (const std::exception&) {
-      continue;
-    }
+    if (!parse_num(name.substr(5, name.size() - 5 - 8), rank) || rank < 0) continue;
     ++journals;
-    std::ifstream in(entry.path());
+    std::ifstream in(entry.path(), std::ios::binary);
     if (!in) throw ApiError("open(" + entry.path().string() + ")", __FILE__, __LINE__, errno_name(errno));
-    std::string l, current;
-    while (std::getline(in, l)) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    std::string current;  // the scenario this rank's journal is in
+    std::size_t pos = 0;
+    int lineno = 0;
+    auto damage = [&](const std::string& why) {
+      const std::string what = name + " line " + std::to_string(lineno) + ": " + why;
+      spdlog::warn("teardown journal {}/{}", dir, what);
+      if (!current.empty())
+        all[current][rank].damaged = what;
+      else
+        unattached.emplace_back(rank, what);
+    };
+    while (pos < text.size()) {
+      ++lineno;
+      const std::size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) {
+        damage("truncated line (no end of line)");
+        break;
+      }
+      const std::string l = text.substr(pos, nl - pos);
+      pos = nl + 1;
       auto f = split_tabs(l);
-      if (f.size() < 2) continue;
+      const auto kind_it = record_fields().find(f[0]);
+      if (kind_it == record_fields().end()) {
+        damage("unknown record");
+        break;
+      }
+      if (f.size() < kind_it->second) {
+        damage("record '" + f[0] + "' has " + std::to_string(f.size()) + " field(s), needs " +
+               std::to_string(kind_it->second));
+        break;
+      }
       const std::string& kind = f[0];
       const std::string& sc = f[1];
       if (kind == "O") {
+        int w = 0;
+        if (!parse_num(f[2], w) || w < 1) {
+          damage("malformed world '" + f[2] + "'");
+          break;
+        }
         if (!all.count(sc)) order.push_back(sc);
-        world[sc] = f.size() > 2 ? std::atoi(f[2].c_str()) : 0;
+        world[sc] = w;
         all[sc][rank] = RankScenario{};
+        current = sc;
         continue;
       }
+      if (!all.count(sc) || !all[sc].count(rank)) {
+        damage("record for scenario '" + sc + "' before its start");
+        break;
+      }
+      current = sc;
       auto& rs = all[sc][rank];
-      if (kind == "B" && f.size() >= 4) {
+      bool ok = true;
+      if (kind == "B") {
+        ok = parse_num(f[3], rs.open_peer);
         rs.open_step = f[2];
-        rs.open_peer = std::atoi(f[3].c_str());
-      } else if (kind == "E" && f.size() >= 6) {
-        Json s = {{"step", f[2]}, {"status", f[4]}, {"us", std::atof(f[5].c_str())}};
-        const int peer = std::atoi(f[3].c_str());
-        if (peer >= 0) s["peer"] = peer;
-        rs.steps.push_back(s);
+        ++rs.begun;
+      } else if (kind == "E") {
+        int peer = 0;
+        double us = 0;
+        ok = parse_num(f[3], peer) && parse_double(f[5], us);
+        Json st = {{"step", f[2]}, {"status", f[4]}, {"us", us}};
+        if (peer >= 0) st["peer"] = peer;
+        rs.steps.push_back(st);
         rs.open_step.clear();
         if (f[4] != "ok" && rs.first_error.empty()) {
           rs.first_error = f[4];
           rs.first_error_step = f[2];
         }
-      } else if (kind == "S" && f.size() >= 3) {
+      } else if (kind == "S") {
         rs.signal = f[2];
       } else if (kind == "H") {
         rs.hang = rs.open_step.empty() ? "?" : rs.open_step;
-      } else if (kind == "L" && f.size() >= 6) {
-        rs.leaked = {{"fds", std::atoll(f[2].c_str())},
-                     {"handles", std::atoll(f[3].c_str())},
-                     {"mappings", std::atoll(f[4].c_str())},
-                     {"device_bytes", std::atoll(f[5].c_str())}};
-        rs.leak = std::atoll(f[2].c_str()) > 0 || std::atoll(f[3].c_str()) > 0 ||
-                  std::atoll(f[4].c_str()) > 0 || std::atoll(f[5].c_str()) > 0;
-      } else if (kind == "C" && f.size() >= 7) {
-        rs.cycles.push_back({{"cycle", std::atoi(f[2].c_str())},
-                             {"fds", std::atoll(f[3].c_str())},
-                             {"handles", std::atoll(f[4].c_str())},
-                             {"mappings", std::atoll(f[5].c_str())},
-                             {"free_bytes", std::stoull(f[6])}});
+      } else if (kind == "L") {
+        std::int64_t v[4] = {};
+        for (int i = 0; i < 4 && ok; ++i) ok = parse_num(f[static_cast<std::size_t>(2 + i)], v[i]);
+        rs.leaked = {{"fds", v[0]}, {"handles", v[1]}, {"mappings", v[2]}, {"device_bytes", v[3]}};
+        rs.leak = v[0] > 0 || v[1] > 0 || v[2] > 0 || v[3] > 0;
+      } else if (kind == "C") {
+        int cyc = 0;
+        std::int64_t v[3] = {};
+        std::uint64_t free_bytes = 0;
+        ok = parse_num(f[2], cyc) && parse_num(f[3], v[0]) && parse_num(f[4], v[1]) &&
+             parse_num(f[5], v[2]) && parse_num(f[6], free_bytes);
+        rs.cycles.push_back({{"cycle", cyc},
+                             {"fds", v[0]},
+                             {"handles", v[1]},
+                             {"mappings", v[2]},
+                             {"free_bytes", free_bytes}});
       } else if (kind == "D") {
         rs.done = true;
       }
+      if (!ok) {
+        damage("malformed number in record '" + kind + "'");
+        break;
+      }
     }
+    if (lineno == 0) unattached.emplace_back(rank, name + ": empty journal");
   }
   if (journals == 0) throw UsageError("--summarize: no rank-*.journal files in '" + dir + "'");
 
   Json scenarios = Json::array();
+  for (const auto& [rank, what] : unattached) {
+    Json r = {{"rank", rank},
+              {"outcome", "damaged"},
+              {"steps", Json::array()},
+              {"leaked", {{"fds", 0}, {"handles", 0}, {"mappings", 0}, {"device_bytes", 0}}},
+              {"detail", what}};
+    scenarios.push_back({{"name", "(damaged journal)"},
+                         {"world", 0},
+                         {"outcome", "damaged"},
+                         {"detail", "journal damaged: " + what},
+                         {"ranks", Json::array({r})}});
+  }
   for (const auto& sc : order) {
+    // A rank whose journal could not be written may have no record of this scenario at all.
+    for (const auto& [rank, err] : write_errors)
+      if (!all[sc].count(rank)) all[sc][rank] = RankScenario{};
     Json ranks = Json::array();
     std::string outcome = "ok", detail;
     int worst = 0;
+    std::vector<std::pair<int, int>> unfinished;  // (steps begun, rank) of ranks that ended without finishing
     for (auto& [rank, rs] : all[sc]) {
       std::string o = "ok", d;
-      if (!rs.signal.empty()) {
+      const auto werr = write_errors.find(rank);
+      if (werr != write_errors.end() && !rs.done) {
+        o = "journal_error";
+        d = "rank " + std::to_string(rank) + "'s journal could not be written (" + werr->second +
+            "): its outcome is unknown";
+      } else if (!rs.damaged.empty()) {
+        o = "damaged";
+        d = "journal damaged: " + rs.damaged;
+      } else if (!rs.signal.empty()) {
         o = "crash";
         d = rs.signal + " on rank " + std::to_string(rank) + " in step " +
             (rs.open_step.empty() ? "?" : rs.open_step);
@@ -278,6 +406,7 @@ Json summarize_journals(const std::string& dir) {
         o = "crash";
         d = "rank " + std::to_string(rank) + " ended without finishing" +
             (rs.open_step.empty() ? std::string(" (killed with the job?)") : " in step " + rs.open_step);
+        unfinished.emplace_back(rs.begun, rank);
       } else if (!rs.first_error.empty()) {
         o = "api_error";
         d = rs.first_error_step + " -> " + rs.first_error + " on rank " + std::to_string(rank);
@@ -293,6 +422,19 @@ Json summarize_journals(const std::string& dir) {
         worst = severity(o, !rs.signal.empty());
         outcome = o;
         detail = d;
+      }
+    }
+    // Ranks that ended without a signal of their own: every one is named, the one whose journal stops first
+    // (fewest steps begun) leading, since the others were most likely waiting for it when the job ended.
+    if (worst == severity("crash", false) && !unfinished.empty()) {
+      std::sort(unfinished.begin(), unfinished.end());
+      const bool first_alone = unfinished.size() == 1 || unfinished[0].first < unfinished[1].first;
+      detail = "ended without finishing:";
+      for (std::size_t i = 0; i < unfinished.size(); ++i) {
+        const auto& rs = all[sc][unfinished[i].second];
+        detail += std::string(i ? "," : "") + " rank " + std::to_string(unfinished[i].second) +
+                  (rs.open_step.empty() ? " (between steps)" : " in step " + rs.open_step) +
+                  (i == 0 && first_alone && unfinished.size() > 1 ? " (its journal stops first)" : "");
       }
     }
     Json s = {{"name", sc}, {"world", world[sc]}, {"outcome", outcome}};

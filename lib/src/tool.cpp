@@ -1,5 +1,7 @@
 #include "mori/symm/tool.hpp"
 
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -7,8 +9,11 @@
 #include <filesystem>
 #include <map>
 
+#include "mori/symm/detail/fault.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/jit.hpp"
 #include "mori/symm/log.hpp"
+#include "mori/symm/report.hpp"
 #include "mori/symm/version.hpp"
 
 namespace mori::symm {
@@ -16,9 +21,23 @@ namespace mori::symm {
 void check_output_path(const std::string& option, const std::string& path) {
   if (path.empty() || path == "-") return;
   namespace fs = std::filesystem;
-  fs::path p(path);
+  // What write_json will write: the symlink's target, not the link.
+  const std::string target = resolve_output_path(path);
+  fs::path p(target);
   std::error_code ec;
   if (fs::is_directory(p, ec)) throw UsageError(option + ": '" + path + "' is a directory, not a file");
+  if (p.filename().string().size() > NAME_MAX)
+    throw UsageError(option + ": the file name '" + p.filename().string() + "' is longer than " +
+                     std::to_string(NAME_MAX) + " bytes");
+  if (target.size() >= PATH_MAX)
+    throw UsageError(option + ": the path is longer than " + std::to_string(PATH_MAX - 1) + " bytes");
+  struct stat st {};
+  if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // Written in place (a device node, a FIFO, a terminal): the file itself must be writable.
+    if (access(target.c_str(), W_OK) != 0)
+      throw UsageError(option + ": '" + path + "' exists and is not writable");
+    return;
+  }
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) throw UsageError(option + ": folder '" + dir.string() + "' does not exist");
   if (access(dir.c_str(), W_OK) != 0)
@@ -28,6 +47,8 @@ void check_output_path(const std::string& option, const std::string& path) {
 }
 
 namespace {
+
+constexpr double kMinEndBoundS = 1.0;
 
 void add_common(CLI::App& app, CommonOptions& o) {
   // A later occurrence of an option wins, as wrappers that append options expect.
@@ -54,6 +75,7 @@ void validate_common(CommonOptions& o) {
     if (env) o.node_id = env;
   }
   if (o.node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
+  detail::validate_fault_spec();
 }
 
 // Every rank must run with the same options: checked collectively, so that every rank fails alike.
@@ -63,7 +85,8 @@ void check_same_options(Bootstrap& boot, const std::vector<std::string>& argv) {
     for (char c : argv[i] + '\0') h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   auto all = boot.allgather_value("tool.options", h);
   std::map<std::uint64_t, std::string> groups;
-  for (std::size_t r = 0; r < all.size(); ++r) groups[all[r]] += (groups[all[r]].empty() ? "" : ",") + std::to_string(r);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    groups[all[r]] += (groups[all[r]].empty() ? "" : ",") + std::to_string(r);
   if (groups.size() <= 1) return;
   std::string s = "command-line options differ between ranks:";
   for (const auto& [hash, ranks] : groups) s += " {ranks " + ranks + "}";
@@ -82,7 +105,8 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   int code = 0;
   double end_bound = 10;
   try {
-    log::init();
+    // The level is settled after parsing (the command line wins over MORI_LOG_LEVEL); until then: info.
+    log::init("info");
     log::set_rank(world_rank);
     CLI::App app(spec.description, spec.name);
     app.set_version_flag("--version",
@@ -109,6 +133,7 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
       return session.finish_with(0, end_bound);
     }
     end_bound = std::min(env.common.timeout_s, 5.0);
+    set_jit_wait_bound(env.common.timeout_s);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
     check_same_options(*env.boot, env.argv);
@@ -124,6 +149,8 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
         throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
                          std::to_string(n) + " device(s))");
       env.rt->set_device(env.device);
+      spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device,
+                    n);
     }
     code = spec.body(env);
   } catch (const Error& e) {
@@ -136,6 +163,11 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
   env.rt.reset();
   env.boot.reset();
+  // A bound already expired: a rank is missing, and waiting the full bound again would only delay the end.
+  if (wait_bound_expired()) end_bound = std::min(end_bound, kExpiredWaitBoundS);
+  // The last barrier is not a wait of the user's: a --timeout-s far below its latency must not abort a job
+  // whose ranks all finished.
+  end_bound = std::max(end_bound, kMinEndBoundS);
   return session.finish_with(code, end_bound);
 }
 

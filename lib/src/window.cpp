@@ -12,6 +12,10 @@
 #include "mori/symm/request.hpp"
 
 namespace mori::symm {
+namespace {
+// 128 TiB: the user address space of x86-64 and the most any span can take.
+constexpr std::size_t kMaxSpanBytes = std::size_t{1} << 47;
+}  // namespace
 
 Window::Window(Runtime& rt, const WindowOptions& opts) : rt_(rt), opts_(opts) {
   const std::size_t gran = rt_.granularity(opts.device, opts.handle_type, true);
@@ -39,6 +43,15 @@ void Window::rendezvous(Bootstrap& boot) {
   if (span_) throw UsageError("window: rendezvous called twice");
   boot_ = &boot;
   const int me = boot.rank();
+  // The flat span is stride x team; checked against the world (>= the team) so that every rank fails alike,
+  // before any traffic, instead of a wrapped product reserving a span too small for the team.
+  const auto world = static_cast<std::size_t>(boot.world());
+  if (layout_.stride > kMaxSpanBytes / world)
+    throw UsageError("--stride-quantum: the flat span (stride " + std::to_string(layout_.stride) + " x " +
+                     std::to_string(world) + " ranks) exceeds the " + std::to_string(kMaxSpanBytes >> 40) +
+                     " TiB a process can address");
+  spdlog::debug("window: rendezvous of {} bytes per rank, stride {}, team {}", layout_.alloc_bytes,
+                layout_.stride, boot.team_size());
   auto req = make_request(me, layout_.alloc_bytes, layout_.buffer_bytes, layout_.signal_bytes, layout_.stride,
                           opts_.device, opts_.handle_type, boot.node_of(me));
   if (opts_.handle_type == HandleType::fabric) req.blob = rt_.export_fabric(local_handle_);

@@ -59,7 +59,8 @@ class Bootstrap {
   void broadcast(const std::string& step, void* data, std::size_t bytes, int root);
   // Barrier that reports the missing ranks on expiry (gather to rank 0, then release).
   void barrier(const std::string& step);
-  // Barrier for timed loops: MPI_Ibarrier polled; on expiry it cannot say who is missing.
+  // Barrier for timed loops: MPI_Ibarrier polled; on expiry every rank asks the others directly (one byte
+  // each way, bounded) and names the ranks that did not answer.
   void barrier_fast(const std::string& step);
 
   template <class T>
@@ -73,6 +74,10 @@ class Bootstrap {
 
  private:
   int next_tag();
+  // The bound of the next wait: timeout_s, or min(timeout_s, kExpiredWaitBoundS) once a bound has expired.
+  double bound_s() const noexcept;
+  // After an expired MPI_Ibarrier: the ranks that do not answer a direct message within the short bound.
+  std::vector<int> ranks_not_responding();
   // Polls reqs until done or deadline; peers[i] names the rank behind reqs[i].
   void wait_all(const std::string& step, std::vector<MPI_Request>& reqs, const std::vector<int>& peers,
                 bool report_missing);

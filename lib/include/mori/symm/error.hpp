@@ -37,11 +37,21 @@ class ApiError : public Error {
   std::string api_error_;
 };
 
-// A bounded wait ran out. Exit 4.
+// A bounded wait ran out. Exit 4. Constructing one records that a bound expired (wait_bound_expired()).
 class TimeoutError : public Error {
  public:
-  explicit TimeoutError(const std::string& what) : Error(ExitCode::timeout, what) {}
+  explicit TimeoutError(const std::string& what);
 };
+
+// Once any wait of this process has run past its bound, a rank is missing: the waits of the error and
+// teardown paths that follow (collectives, the final barrier) use min(bound, kExpiredWaitBoundS) instead of
+// the full bound again, so that a job with a hung rank ends within --timeout-s + 5 s (README "Reliability").
+constexpr double kExpiredWaitBoundS = 1.5;
+void note_wait_bound_expired() noexcept;
+bool wait_bound_expired() noexcept;
+
+// A duration for messages: "0.001", "2.5", "60".
+std::string format_seconds(double s);
 
 // Wrong data or a failing check. Exit 1.
 class CheckFailed : public Error {

@@ -5,7 +5,9 @@
 // byte (the prelude included), the compiler and its version, the options and the instantiations. Entries are
 // published by an atomic rename; a per-key flock makes N processes compile each entry once. A truncated or
 // corrupt entry (manifest size/hash mismatch) is rebuilt. A root that is not ours or is group/world-writable
-// is refused, and an unwritable one is skipped: both compile in memory with one warning.
+// is refused, and an unwritable one is skipped: both compile in memory with one warning. A symlinked root is
+// followed (the checks apply to its target). The default root is $HOME/.mori/jit, or $XDG_CACHE_HOME/mori/jit
+// when $HOME is not a folder; a missing home is never created.
 //
 // Environment: MORI_JIT_CACHE_DIR, MORI_DISABLE_JIT=1 (fail unless cached), MORI_JIT_VERBOSE=1 (commands and
 // timings), MORI_GPU_ARCHS (override the arch; a list for precompiling), MORI_KERNEL_DIR (kernel sources).
@@ -75,6 +77,10 @@ class Jit {
   std::string memory_reason_;
   std::vector<JitEntryStats> stats_;
 };
+
+// Bound on waiting for another process's compile lock (default 300 s; the tools set --timeout-s). On expiry:
+// TimeoutError naming the lock and the pid that holds it.
+void set_jit_wait_bound(double seconds) noexcept;
 
 // Every kernel the suite uses, with its instantiations: what MORI_PRECOMPILE=1 and precompiling build.
 std::vector<KernelSpec> kernel_catalog();

@@ -17,6 +17,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -40,11 +42,17 @@ class Journal {
   void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
              std::uint64_t free_bytes);
   const std::string& path() const noexcept { return path_; }
+  // "" while every line was written; else the errno name of the first failed write (ENOSPC, EIO ...), after
+  // which the journal takes no more lines.
+  std::string write_error() const;
 
  private:
   void line(const std::string& s);
   void watchdog();
 
+  mutable std::mutex mu_;  // line() runs on the main thread and the watchdog
+  std::string write_error_;
+  std::int64_t lines_ = 0;
   int fd_ = -1;
   int rank_;
   std::string path_;
@@ -56,8 +64,11 @@ class Journal {
 };
 
 // Builds the mori.teardown/1 payload (scenarios[]) from every rank-*.journal in dir. Throws UsageError if the
-// folder holds no journal, ApiError if one cannot be read.
-Json summarize_journals(const std::string& dir);
+// folder holds no journal, ApiError if one cannot be read. A damaged journal (a torn line, an unknown record,
+// a malformed number) makes its rank's outcome "damaged", naming the file and line; damage before any
+// scenario is reported as a scenario named "(damaged journal)". write_errors (rank -> errno name, from the
+// job itself) makes every scenario such a rank did not finish "journal_error".
+Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors = {});
 
 // Open file descriptors of this process.
 int count_open_fds();

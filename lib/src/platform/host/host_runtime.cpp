@@ -117,7 +117,7 @@ class HostRuntime final : public Runtime {
     std::lock_guard lk(mu_);
     const Alloc& a = get(h);
     int fd = fcntl(a.fd, F_DUPFD_CLOEXEC, 0);
-    MORI_CHECK_POSIX(fd);
+    if (fd < 0) throw ApiError("fcntl(F_DUPFD_CLOEXEC)", __FILE__, __LINE__, errno_name(errno));
     return fd;
   }
 
