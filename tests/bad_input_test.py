@@ -28,7 +28,7 @@ CASES = [
     ("mori-a2a", 2, ["--chunk-kib", "0"], {}, 2, "chunk size: must be > 0"),
     ("mori-a2a", 2, ["--chunk-kib", "-4"], {}, 2, "--chunk-kib: '-4' is not a size"),
     ("mori-a2a", 2, ["--chunk-kib", "abc"], {}, 2, "--chunk-kib: 'abc' is not a size"),
-    ("mori-a2a", 2, ["-b", "100", "-e", "100"], {}, 2, "is not a multiple of 16"),
+    ("mori-a2a", 2, ["-b", "100", "-e", "10"], {}, 2, "-b/-e: need 0 < begin <= end"),
     ("mori-a2a", 2, ["--chunk-kib", "99999999999"], {}, 2, "exceeds 16 GiB"),
     # 16 GiB chunks need 3 x 2 x 16 GiB per rank: more than any machine below 213 GiB of memory can give two ranks.
     ("mori-a2a", 2, ["--chunk-kib", "16777216"], {}, 2, "more than 90% of the device"),
