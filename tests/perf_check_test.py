@@ -3,7 +3,8 @@
 
 Fixtures (tests/fixtures/README.md): h200-a2a-w2-r1.json (mori.a2a/2, trimmed from a real 2xH200 run),
 h200-compare-w2.json (mori.a2a/2 from scripts/compare: NCCL, nccl-tests, torch SymmetricMemory and copied mori
-rows) and a2a-host-w4.json (mori.a2a/1, kept to show that old baselines stay readable).
+rows), a2a-host-w4.json (mori.a2a/2 from the host runtime) and a2a-host-w4-v1.json (mori.a2a/1, kept to show that
+old baselines stay readable).
 """
 import copy
 import json
@@ -20,7 +21,8 @@ CHECK = os.path.join(ROOT, "scripts", "perf-check")
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FIXTURE = os.path.join(FIX, "h200-a2a-w2-r1.json")
 COMPARE = os.path.join(FIX, "h200-compare-w2.json")
-V1 = os.path.join(FIX, "a2a-host-w4.json")
+V1 = os.path.join(FIX, "a2a-host-w4-v1.json")
+HOST = os.path.join(FIX, "a2a-host-w4.json")
 
 
 def run(*args):
@@ -138,6 +140,11 @@ with tempfile.TemporaryDirectory() as tmp:
     only_ext = write("only-compare.json", tcmp)
     rc, out = run(only_ext, only_ext)
     check("a comparison document alone, nothing gated: exit 2", rc == 2 and "nothing to compare" in out, out)
+
+    rc, out = run(HOST, HOST, "--metric", "push_only_us", "--metric", "sync_only_us", "--metric", "time_p95_us")
+    check("host-runtime /2 run (no physical limit) against itself: exit 0", rc == 0 and "0 slower" in out, out)
+    rc, out = run(HOST, b)
+    check("host baseline against an H200 run: every key MISSING, exit 1", rc == 1 and "MISSING" in out, out)
 
     bad = write("bad.json", "{not json")
     rc, out = run(b, bad)

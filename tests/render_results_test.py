@@ -45,7 +45,7 @@ def doctor_broken_ceiling(src, dst, factor=1.2):
 with tempfile.TemporaryDirectory() as tmp:
     real = os.path.join(tmp, "real")
     for sub, names in (("h200x2", ["h200-a2a-w2-r1.json", "h200-a2a-w2-r2.json", "h200-compare-w2.json"]),
-                       ("h200", ["h200-a2a-1gpu-w8-r1.json"]), ("old", ["a2a-host-w4.json"])):
+                       ("h200", ["h200-a2a-1gpu-w8-r1.json"]), ("host", ["a2a-host-w4.json"]), ("old", ["a2a-host-w4-v1.json"])):
         os.makedirs(os.path.join(real, sub))
         for n in names:
             shutil.copy(os.path.join(FIX, n), os.path.join(real, sub, n))
@@ -58,7 +58,8 @@ with tempfile.TemporaryDirectory() as tmp:
           page[:2000])
     check("the L2 flag is shown for an L2-resident row", re.search(r"\| 256 KiB \|.*\| L2 \|", page) is not None,
           page[:3000])
-    check("a mori.a2a/1 document still renders", "mori.a2a/1" in page, page[:3000])
+    check("a mori.a2a/1 document still renders", "world 4, mori.a2a/1" in page, page[:3000])
+    check("a host-runtime /2 document renders its host_memcpy ceiling", "host_memcpy" in page, page[:3000])
     check("nccl-tests rows are marked as a mean", "(mean of 800)" in page, page)
     check("real fixtures: no broken ceiling", "BROKEN CEILING" not in page, page)
     speedups = [line for line in page.splitlines() if line.startswith("- speedup,")]
