@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""scripts/perf-check on fixture JSON: each case must give its exit code and say why."""
+"""scripts/perf-check on fixture JSON: each case must give its exit code and say why.
+
+Fixtures (tests/fixtures/README.md): h200-a2a-w2-r1.json (mori.a2a/2, trimmed from a real 2xH200 run),
+h200-compare-w2.json (mori.a2a/2 from scripts/compare: NCCL, nccl-tests, torch SymmetricMemory and copied mori
+rows), a2a-host-w4.json (mori.a2a/2 from the host runtime) and a2a-host-w4-v1.json (mori.a2a/1, kept to show that
+old baselines stay readable).
+"""
 import copy
 import json
 import os
@@ -12,7 +18,11 @@ import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CHECK = os.path.join(ROOT, "scripts", "perf-check")
-FIXTURE = os.path.join(ROOT, "tests", "fixtures", "a2a-host-w4.json")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+FIXTURE = os.path.join(FIX, "h200-a2a-w2-r1.json")
+COMPARE = os.path.join(FIX, "h200-compare-w2.json")
+V1 = os.path.join(FIX, "a2a-host-w4-v1.json")
+HOST = os.path.join(FIX, "a2a-host-w4.json")
 
 
 def run(*args):
@@ -20,17 +30,31 @@ def run(*args):
     return p.returncode, p.stdout
 
 
-
 base = json.load(open(FIXTURE))
+assert base["schema"] == "mori.a2a/2"
+v1 = json.load(open(V1))
+assert v1["schema"] == "mori.a2a/1"
+cmp_doc = json.load(open(COMPARE))
 with tempfile.TemporaryDirectory() as tmp:
     def write(name, doc):
         p = os.path.join(tmp, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
         with open(p, "w") as f:
             json.dump(doc, f) if not isinstance(doc, str) else f.write(doc)
         return p
 
-    def scaled(bw_factor, first_only=True):
-        d = copy.deepcopy(base)
+    def tighten(doc):
+        d = copy.deepcopy(doc)
+        for r in d["results"]:
+            if r["time_us"].get("p50") is not None and r["time_us"].get("p95") is not None:
+                r["time_us"]["p95"] = r["time_us"]["p50"] * 1.01
+        return d
+
+    # A baseline with a tight spread, so that only the tolerance decides.
+    tight = tighten(base)
+
+    def scaled(bw_factor, first_only=True, doc=tight):
+        d = copy.deepcopy(doc)
         for i, r in enumerate(d["results"]):
             if first_only and i:
                 continue
@@ -39,16 +63,14 @@ with tempfile.TemporaryDirectory() as tmp:
             r["time_us"]["p50"] /= bw_factor
         return d
 
-    # A baseline with a tight spread, so that only the tolerance decides.
-    tight = copy.deepcopy(base)
-    for r in tight["results"]:
-        r["time_us"]["p95"] = r["time_us"]["p50"] * 1.01
     b = write("base.json", tight)
-
     rc, out = run(b, write("same.json", tight))
     check("identical runs: exit 0", rc == 0 and "0 slower" in out, out)
     rc, out = run(b, write("drop.json", scaled(0.90)))
     check("10% bandwidth drop: exit 1 naming the metric", rc == 1 and "total_bw_gbps" in out and "SLOWER" in out, out)
+    first = tight["results"][0]
+    check("the key names the protocol", any(first["protocol"] in line and "SLOWER" in line for line in out.splitlines()),
+          out)
     rc, out = run(b, write("small.json", scaled(0.97)))
     check("3% change inside the 5% tolerance: exit 0", rc == 0, out)
     noisy = copy.deepcopy(tight)
@@ -63,14 +85,71 @@ with tempfile.TemporaryDirectory() as tmp:
     check("missing result: exit 1, MISSING", rc == 1 and "MISSING" in out, out)
     rc, out = run(b, os.path.join(tmp, "missing.json"), "--allow-missing")
     check("missing result with --allow-missing: exit 0", rc == 0 and "MISSING" in out, out)
+    other = copy.deepcopy(tight)
+    other["results"][0]["protocol"] = "simple" if first["protocol"] != "simple" else "direct"
+    rc, out = run(b, write("protocol.json", other))
+    check("same row under another protocol is not like for like: exit 1, MISSING", rc == 1 and "MISSING" in out, out)
     wrong = copy.deepcopy(tight)
     wrong["results"][1]["wrong"] = 3
     rc, out = run(b, write("wrong.json", wrong))
     check("wrong > 0: exit 1", rc == 1 and "3 wrong" in out, out)
+
+    # push_only_us / sync_only_us: lower is better, optional.
+    push = copy.deepcopy(tight)
+    push["results"][0]["push_only_us"] *= 1.3
+    rc, out = run(b, write("push.json", push), "--metric", "push_only_us", "--metric", "sync_only_us")
+    check("push alone 30% slower: exit 1 naming push_only_us", rc == 1 and "push_only_us" in out and "SLOWER" in out, out)
+    rc, out = run(b, write("push2.json", push), "--metric", "sync_only_us")
+    check("sync alone unchanged: exit 0", rc == 0 and "sync_only_us" in out, out)
+
+    # mori.a2a/1: readable, compared only with /1.
+    v1p = write("v1/base.json", v1)
+    rc, out = run(v1p, v1p)
+    check("/1 baseline against /1 run: exit 0", rc == 0 and "0 slower" in out, out)
+    rc, out = run(v1p, v1p, "--metric", "push_only_us")
+    check("/1 rows have no push alone: n/a, exit 0", rc == 0 and "n/a" in out, out)
+    rc, out = run(v1p, b)
+    check("/1 baseline against a /2 run only: nothing like to compare, exit 2", rc == 2 and "mori.a2a/1" in out, out)
+    write("mixed/v1.json", v1)
+    write("mixed/v2.json", tight)
+    rc, out = run(os.path.join(tmp, "mixed"), b)
+    check("/1 and /2 baselines against a /2 run: /1 skipped with a note, exit 0",
+          rc == 0 and "mori.a2a/1 skipped" in out, out)
+
+    # Other systems: never gated unless --include-external.
+    tcmp = tighten(cmp_doc)
+    slow_ext = copy.deepcopy(tcmp)
+    for r in slow_ext["results"]:
+        if r["addressing"] == "nccl-lsa":
+            r["total_bw_gbps"] *= 0.5
+            r["time_us"]["p50"] *= 2
+    write("cur/a2a.json", tight)
+    write("cur/compare.json", slow_ext)
+    write("bas/a2a.json", tight)
+    write("bas/compare.json", tcmp)
+    rc, out = run(os.path.join(tmp, "bas"), os.path.join(tmp, "cur"))
+    check("slower NCCL rows are not gated by default: exit 0 with a note",
+          rc == 0 and "not gated" in out and "copied into a comparison" in out
+          and not any(line.startswith("/2") and "nccl" in line for line in out.splitlines()), out)
+    rc, out = run(os.path.join(tmp, "bas"), os.path.join(tmp, "cur"), "--include-external", "--metric", "time_p95_us")
+    check("--include-external: one-sample nccl-tests rows have no p95 (n/a), no crash",
+          rc == 0 and "n/a" in out and "nccl-lsa" in out, out)
+    rc, out = run(os.path.join(tmp, "bas"), os.path.join(tmp, "cur"), "--include-external")
+    check("--include-external gates them: exit 1 naming nccl-lsa SLOWER",
+          rc == 1 and any("nccl-lsa" in line and "SLOWER" in line for line in out.splitlines()), out)
+    only_ext = write("only-compare.json", tcmp)
+    rc, out = run(only_ext, only_ext)
+    check("a comparison document alone, nothing gated: exit 2", rc == 2 and "nothing to compare" in out, out)
+
+    rc, out = run(HOST, HOST, "--metric", "push_only_us", "--metric", "sync_only_us", "--metric", "time_p95_us")
+    check("host-runtime /2 run (no physical limit) against itself: exit 0", rc == 0 and "0 slower" in out, out)
+    rc, out = run(HOST, b)
+    check("host baseline against an H200 run: every key MISSING, exit 1", rc == 1 and "MISSING" in out, out)
+
     bad = write("bad.json", "{not json")
     rc, out = run(b, bad)
     check("malformed JSON: exit 2 naming the file and the reason", rc == 2 and "bad.json" in out and "Expecting" in out, out)
-    rc, out = run(b, write("shape.json", {"schema": "mori.a2a/1", "meta": {}}))
+    rc, out = run(b, write("shape.json", {"schema": "mori.a2a/2", "meta": {}}))
     check("a2a document without results: exit 2", rc == 2 and "not a valid mori.a2a document" in out, out)
     j = os.path.join(tmp, "verdicts.json")
     rc, out = run(b, os.path.join(tmp, "drop.json"), "--json", j)
