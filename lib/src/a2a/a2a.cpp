@@ -242,6 +242,12 @@ struct A2aBench::Impl {
     r.wrong = verify_row(L, s, graph_k, tag, r.skew_us, &r.verified_epochs);
 
     detail::Timer t = timer(graph_k);
+    // Test-only: says when this rank enters the timed loop of a device-sync row, so that a fault suite can
+    // signal it there (scripts/h200-faults).
+    if (device_sync && detail::fault_armed("a2a.announce", me)) {
+      std::fprintf(stderr, "MORI_FAULT: rank %d entering the timed loop %s\n", me, tag.c_str());
+      std::fflush(stderr);
+    }
     PushSpec bare = s;
     bare.sync = false;
     const A2aLayout empty = layout(0);
