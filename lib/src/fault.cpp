@@ -17,7 +17,8 @@ constexpr const char* kKnownPoints[] = {
     "rendezvous.slow",     "rendezvous.send-lost",   "rendezvous.exchange",
     "rendezvous.import",   "rendezvous.mapped",      "a2a.timed",
     "a2a.no-launch",       "a2a.no-barrier",         "a2a.stale",
-    "a2a.overrun",         "journal.full",           "matrix.no-pong",
+    "a2a.overrun",         "a2a.announce",           "journal.full",
+    "matrix.no-pong",
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
