@@ -237,7 +237,7 @@ for sync in ("host", "device"):
     t0 = time.monotonic()
     for raw in p.stdout:
         lines.append(raw.decode(errors="replace"))
-        if stopped is None and "chunk 4 KiB done" in lines[-1]:
+        if stopped is None and "chunk 4096 B done" in lines[-1]:
             pids = rank_pids(p.pid, "mori-a2a")
             if 2 in pids:
                 os.kill(pids[2], signal.SIGSTOP)
