@@ -75,7 +75,8 @@ std::string join_ranks(const std::vector<int>& r) {
 }
 
 Diagnosis make(const char* id, std::vector<int> ranks, std::string evidence, int device = -1) {
-  const auto& e = catalog_entry(id);
+  const std::string name(id);  // a named string: GCC 13 warns of a reference bound through a temporary
+  const CatalogEntry& e = catalog_entry(name);
   return {id, e.severity, std::move(ranks), device, std::move(evidence), e.fix};
 }
 
