@@ -60,7 +60,9 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
   for (int q = 0; q < world; ++q) {
     while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
       mori_spin_pause();
-      if (mori_now_ns() - t0 > timeout_ns) {
+      // A launch of this rank already timed out: launches queued behind it stop at once instead of each
+      // waiting its own bound (a rank that never arrives would otherwise hold the stream for launches x bound).
+      if (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status)) {
         status[0] = 1;
         for (int r = 0; r < world; ++r)
           if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0) status[1 + r] = 1;
@@ -86,7 +88,7 @@ __device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per
   const u64 t0 = mori_now_ns();
   while (static_cast<int>(mori_load_acquire_sys(&counters[q]) - want) < 0) {
     mori_spin_pause();
-    if (mori_now_ns() - t0 > timeout_ns) {
+    if (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status)) {  // see above
       status[0] = 1;
       status[1 + q] = 1;
       return;
