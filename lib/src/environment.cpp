@@ -228,6 +228,10 @@ Json environment_json(Runtime* rt, const std::vector<RankFacts>& ranks) {
 }
 
 Json link_gbps(Runtime& rt, int from, int to, std::string* why) {
+  if (from == to) {
+    *why = "same device: its own memory, no link";
+    return nullptr;
+  }
   const std::string a = pci_of(rt, from), b = pci_of(rt, to);
   if (a.empty()) {
     *why = "host runtime: no physical link";
