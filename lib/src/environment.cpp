@@ -13,9 +13,11 @@
 #include <map>
 #include <mutex>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/nvml.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
+#include "mori/symm/report.hpp"
 
 namespace mori::symm {
 namespace {

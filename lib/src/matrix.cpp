@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"

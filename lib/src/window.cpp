@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"

@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 
 namespace mori::symm {
 

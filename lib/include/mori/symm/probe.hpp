@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {

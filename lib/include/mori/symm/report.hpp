@@ -4,13 +4,8 @@
 #include <string>
 
 #include "mori/symm/json.hpp"
-#include "mori/symm/tool.hpp"
 
 namespace mori::symm {
-
-// Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
-// handle_type may be empty where the tool used none.
-Json make_meta(ToolEnv& env, const std::string& handle_type);
 
 // "-" = stdout. A symlink is followed. A new name or a regular file: written to a temporary file in the
 // same folder and renamed over it. Any other existing file (/dev/null, a FIFO with a reader, a terminal):

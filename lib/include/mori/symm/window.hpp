@@ -18,11 +18,12 @@
 #include <optional>
 #include <vector>
 
-#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/layout.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
+
+class Bootstrap;
 
 struct WindowOptions {
   std::size_t bytes = 0;           // usable buffer per rank
