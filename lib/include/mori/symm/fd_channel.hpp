@@ -1,4 +1,5 @@
-// FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets (DESIGN.md §4).
+// FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets
+// (lib/README.md, Windows).
 //
 // One socket per rank in the abstract namespace, named from a random per-job nonce that rank 0 broadcasts.
 // Each datagram carries one fd (SCM_RIGHTS) and {magic, nonce, sender rank, tag}. The receiver checks the

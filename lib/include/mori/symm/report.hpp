@@ -1,4 +1,5 @@
-// JSON reports: the common `meta` block (DESIGN.md §6) and writing a document atomically.
+// JSON reports: the common `meta` block (lib/README.md, Reports and exit codes) and writing a document
+// atomically.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
-// What every tool shares: the common options (DESIGN.md §6), the MPI session, runtime selection, and the one
-// place where typed errors become exit codes. Apps stay thin: declare options, validate, call the library.
+// What every tool shares: the common options (lib/README.md, Layers), the MPI session, runtime selection, and
+// the one place where typed errors become exit codes. Apps stay thin: declare options, validate, call the
+// library.
 #pragma once
 
 #include <CLI/CLI.hpp>

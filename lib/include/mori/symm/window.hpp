@@ -1,12 +1,13 @@
-// Symmetric memory windows (DESIGN.md §4).
+// Symmetric memory windows (lib/README.md, Windows; Teardown policy).
 //
-//   Window w(rt, opts);            // local: create -> reserve -> map -> set access -> zero (never
-//   collective) w.rendezvous(boot);            // collective: requests validated on every rank, handles
-//   exchanged, every
-//                                  // team member's memory mapped into one flat span of team_size x stride
-//   w.peer_ptrs()                  // pointer array by global rank (null outside the load/store team)
-//   w.lsa()                        // {base, stride, lsa_rank, lsa_size}
-//   w.teardown();                  // the default ordered teardown
+// clang-format off
+//   Window w(rt, opts);     // local: create -> reserve -> map -> set access -> zero (never collective)
+//   w.rendezvous(boot);     // collective: requests validated on every rank, handles exchanged, every team
+//                           // member's memory mapped into one flat span of team_size x stride
+//   w.peer_ptrs()           // pointer array by global rank (null outside the load/store team)
+//   w.lsa()                 // {base, stride, lsa_rank, lsa_size}
+//   w.teardown();           // the default ordered teardown
+// clang-format on
 //
 // Teardown is an explicit policy: each step is a public method, so a repro tool can run any other order
 // on purpose. Steps are idempotent where that is meaningful (a step whose resource is gone does nothing).
