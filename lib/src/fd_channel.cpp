@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "mori/symm/detail/poll.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -105,22 +107,24 @@ void FdChannel::send(int peer, int fd, std::uint32_t tag) {
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
 
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-  while (true) {
-    ssize_t r = sendmsg(sock_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (r == static_cast<ssize_t>(sizeof(m))) return;
-    const int err = errno;
-    const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
-                                 err == ENOENT || err == EINTR || err == ENOBUFS);
-    if (!retry)
-      throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
-                     "to rank " + std::to_string(peer));
-    if (Clock::now() >= deadline)
-      throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
-                         format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
-                         errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  int err = 0;
+  const bool sent = detail::poll_until(
+      [&] {
+        const ssize_t r = sendmsg(sock_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r == static_cast<ssize_t>(sizeof(m))) return true;
+        err = errno;
+        const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
+                                     err == ENOENT || err == EINTR || err == ENOBUFS);
+        if (!retry)
+          throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
+                         "to rank " + std::to_string(peer));
+        return false;
+      },
+      detail::deadline_after(timeout_s_), detail::Backoff::sleeping(std::chrono::microseconds(200)));
+  if (!sent)
+    throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
+                       format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
+                       errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
 }
 
 bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
@@ -211,11 +215,11 @@ std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t 
   while (remaining > 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      std::string missing;
+      std::vector<int> missing;
       for (std::size_t i = 0; i < from.size(); ++i)
-        if (out[i] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(from[i]);
+        if (out[i] < 0) missing.push_back(from[i]);
       fail("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " + rank_tag() +
-           "; no fd arrived from ranks " + missing);
+           "; no fd arrived from ranks " + detail::join_ranks(missing));
     }
     pollfd p{sock_, POLLIN, 0};
     int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));

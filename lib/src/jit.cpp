@@ -14,7 +14,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "mori/symm/detail/poll.hpp"
 #include "mori/symm/detail/rtc.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -141,14 +143,8 @@ void set_jit_wait_bound(double seconds) noexcept {
 }
 
 std::string hash_hex(const std::vector<std::string>& parts) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* data, std::size_t n) {
-    auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ull;
-    }
-  };
+  std::uint64_t h = detail::kFnvOffset;
+  auto mix = [&](const void* data, std::size_t n) { h = detail::fnv1a(h, data, n); };
   for (const auto& s : parts) {
     const std::uint64_t n = s.size();
     mix(&n, sizeof(n));
@@ -373,22 +369,24 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   } unlock{lock};
   const double bound = g_wait_bound_s;
   const auto waiting_since = Clock::now();
-  const auto deadline = waiting_since + std::chrono::duration<double>(bound);
   bool said = false;
-  while (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      throw ApiError("flock(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
-    if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
-      spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
-                   lock_path, lock_holder(lock), spec.file);
-      said = true;
-    }
-    if (Clock::now() > deadline)
-      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + lock_path +
-                         " held by " + lock_holder(lock) + " (another process compiling " + spec.file +
-                         "); --timeout-s bounds it");
-    usleep(2000);
-  }
+  const bool locked = detail::poll_until(
+      [&] {
+        if (flock(lock, LOCK_EX | LOCK_NB) == 0) return true;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+          throw ApiError("flock(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
+        if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
+          spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
+                       lock_path, lock_holder(lock), spec.file);
+          said = true;
+        }
+        return false;
+      },
+      detail::deadline_after(bound), detail::Backoff::sleeping(std::chrono::milliseconds(2)));
+  if (!locked)
+    throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + lock_path + " held by " +
+                       lock_holder(lock) + " (another process compiling " + spec.file +
+                       "); --timeout-s bounds it");
   spdlog::debug("jit: lock {} taken", lock_path);
   if (try_load()) return loaded();
   compile("cold");

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
@@ -25,7 +26,7 @@ struct RankInfo {
 
 Json make_meta(ToolEnv& env, const std::string& handle_type) {
   RankInfo mine{};
-  if (gethostname(mine.host, sizeof(mine.host) - 1) != 0) std::strcpy(mine.host, "unknown");
+  std::strncpy(mine.host, detail::host_name().c_str(), sizeof(mine.host) - 1);
   mine.pid = static_cast<std::int32_t>(getpid());
   mine.device = env.device;
   std::string driver = "none", runtime = "none", backend = "none";

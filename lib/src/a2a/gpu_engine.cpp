@@ -5,6 +5,7 @@
 #include <string>
 
 #include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/window.hpp"
@@ -147,11 +148,12 @@ class GpuEngine final : public A2aEngine {
     std::vector<std::uint32_t> st(1 + static_cast<std::size_t>(c_.world));
     c_.rt.copy_to_host(st.data(), static_cast<std::uint32_t*>(status_.p) + 2, st.size() * 4);
     if (!st[0]) return;
-    std::string missing;
+    std::vector<int> missing;
     for (int q = 0; q < c_.world; ++q)
-      if (st[1 + static_cast<std::size_t>(q)]) missing += (missing.empty() ? "" : ",") + std::to_string(q);
+      if (st[1 + static_cast<std::size_t>(q)]) missing.push_back(q);
     throw TimeoutError("a2a device barrier: rank " + std::to_string(c_.me) + " waited more than " +
-                       std::to_string(c_.timeout_s) + " s; ranks not arrived: " + missing);
+                       std::to_string(c_.timeout_s) +
+                       " s; ranks not arrived: " + detail::join_ranks(missing));
   }
 
   std::uint64_t take_wrong() override {
