@@ -205,32 +205,35 @@ std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t 
       }
     }
   };
-  auto fail = [&](const std::string& what) {
+  // Every fd already taken is this call's to close if it ends with an exception (a timeout, a failed poll or
+  // recvmsg), so that none leaks.
+  try {
+    take_pending();
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    while (remaining > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        std::vector<int> missing;
+        for (std::size_t i = 0; i < from.size(); ++i)
+          if (out[i] < 0) missing.push_back(from[i]);
+        throw TimeoutError("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " +
+                           rank_tag() + "; no fd arrived from ranks " + detail::join_ranks(missing));
+      }
+      pollfd p{sock_, POLLIN, 0};
+      int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
+      if (pr <= 0) continue;
+      int sender = -1, fd = -1;
+      std::uint32_t t = 0;
+      while (read_one(sender, t, fd)) {
+        pending_[{t, sender}] = fd;
+      }
+      take_pending();
+    }
+  } catch (...) {
     for (int f : out)
       if (f >= 0) close(f);
-    throw TimeoutError(what);
-  };
-  take_pending();
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-  while (remaining > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      std::vector<int> missing;
-      for (std::size_t i = 0; i < from.size(); ++i)
-        if (out[i] < 0) missing.push_back(from[i]);
-      fail("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " + rank_tag() +
-           "; no fd arrived from ranks " + detail::join_ranks(missing));
-    }
-    pollfd p{sock_, POLLIN, 0};
-    int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
-    if (pr <= 0) continue;
-    int sender = -1, fd = -1;
-    std::uint32_t t = 0;
-    while (read_one(sender, t, fd)) {
-      pending_[{t, sender}] = fd;
-    }
-    take_pending();
+    throw;
   }
   return out;
 }

@@ -27,7 +27,40 @@ using Clock = std::chrono::steady_clock;
 
 // The signal handler's view: one journal per process.
 int g_journal_fd = -1;
-char g_scenario[128] = {};
+
+// The current scenario's name, shared with the watchdog thread and the fatal-signal handler: lock-free
+// atomics, so reading it is async-signal-safe and never a data race (a reader racing a new scenario may see a
+// mix of the two names).
+class SharedName {
+ public:
+  static constexpr std::size_t kCapacity = 128;
+  static_assert(std::atomic<char>::is_always_lock_free);
+
+  void set(const std::string& name) noexcept {
+    const std::size_t n = std::min(name.size(), kCapacity - 1);
+    for (std::size_t i = 0; i < n; ++i) chars_[i].store(name[i], std::memory_order_relaxed);
+    chars_[n].store('\0', std::memory_order_release);
+  }
+  // Copies the name into buf (kCapacity bytes, NUL-terminated); returns its length.
+  std::size_t get(char* buf) const noexcept {
+    std::size_t n = 0;
+    while (n < kCapacity - 1) {
+      const char c = chars_[n].load(std::memory_order_acquire);
+      if (c == '\0') break;
+      buf[n++] = c;
+    }
+    buf[n] = '\0';
+    return n;
+  }
+  std::string get() const {
+    char buf[kCapacity];
+    return std::string(buf, get(buf));
+  }
+
+ private:
+  std::atomic<char> chars_[kCapacity] = {};
+};
+SharedName g_scenario;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -53,7 +86,8 @@ extern "C" void on_fatal_signal(int sig) {
                        : sig == SIGABRT ? "SIGABRT"
                                         : "SIGNAL";
     write_all(g_journal_fd, "S\t", 2);
-    write_all(g_journal_fd, g_scenario, std::strlen(g_scenario));
+    char scenario[SharedName::kCapacity];
+    write_all(g_journal_fd, scenario, g_scenario.get(scenario));
     write_all(g_journal_fd, "\t", 1);
     write_all(g_journal_fd, name, std::strlen(name));
     write_all(g_journal_fd, "\n", 1);
@@ -134,7 +168,7 @@ void Journal::watchdog() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::int64_t started = step_started_ns_.load();
     if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
-      line("H\t" + std::string(g_scenario) + "\tstep ran past " + std::to_string(bound_s_) + " s");
+      line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
       spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
       _exit(static_cast<int>(ExitCode::timeout));
     }
@@ -143,7 +177,7 @@ void Journal::watchdog() {
 
 void Journal::begin_scenario(const std::string& scenario, int world) {
   scenario_ = scenario;
-  std::strncpy(g_scenario, scenario.c_str(), sizeof(g_scenario) - 1);
+  g_scenario.set(scenario);
   line("O\t" + scenario + "\t" + std::to_string(world));
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/detail/owned.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
@@ -16,41 +17,9 @@ namespace {
 constexpr int kThreads = 512;
 constexpr unsigned kAuxThreads = 256;
 
-// Owners of runtime handles: destroyed in the destructor, never throwing.
-struct OwnedStream {
-  Runtime* rt = nullptr;
-  Stream s = nullptr;
-  explicit OwnedStream(Runtime& r) : rt(&r), s(r.stream_create()) {}
-  OwnedStream(OwnedStream&& o) noexcept : rt(o.rt), s(o.s) { o.s = nullptr; }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  OwnedStream& operator=(OwnedStream&&) = delete;
-  ~OwnedStream() {
-    if (s) rt->stream_destroy(s);
-  }
-};
-struct OwnedEvent {
-  Runtime* rt = nullptr;
-  Event e = nullptr;
-  explicit OwnedEvent(Runtime& r) : rt(&r), e(r.event_create()) {}
-  OwnedEvent(OwnedEvent&& o) noexcept : rt(o.rt), e(o.e) { o.e = nullptr; }
-  OwnedEvent(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(OwnedEvent&&) = delete;
-  ~OwnedEvent() {
-    if (e) rt->event_destroy(e);
-  }
-};
-struct OwnedBuffer {
-  Runtime* rt = nullptr;
-  void* p = nullptr;
-  OwnedBuffer(Runtime& r, std::size_t bytes) : rt(&r), p(r.device_alloc(bytes)) {}
-  OwnedBuffer(const OwnedBuffer&) = delete;
-  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
-  ~OwnedBuffer() {
-    if (p) rt->device_free(p);
-  }
-};
+using detail::OwnedBuffer;
+using detail::OwnedEvent;
+using detail::OwnedStream;
 
 class GpuGraph final : public CapturedGraph {
  public:
