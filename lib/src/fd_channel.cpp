@@ -39,6 +39,27 @@ socklen_t make_addr(const std::string& name, sockaddr_un& addr) {
 
 }  // namespace
 
+long detail::send_fd_datagram(int sock, const std::string& name, const void* payload, std::size_t len, int fd,
+                              int flags) noexcept {
+  iovec iov{const_cast<void*>(payload), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  sockaddr_un addr{};
+  const socklen_t alen = make_addr(name, addr);
+  msghdr msg{};
+  msg.msg_name = &addr;
+  msg.msg_namelen = alen;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  return sendmsg(sock, &msg, flags);
+}
+
 Nonce FdChannel::make_nonce() {
   Nonce n{};
   std::size_t got = 0;
@@ -90,28 +111,13 @@ void FdChannel::send(int peer, int fd, std::uint32_t tag) {
   std::memcpy(m.nonce, nonce_.data(), nonce_.size());
   m.sender = rank_;
   m.tag = tag;
-  iovec iov{&m, sizeof(m)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  sockaddr_un addr{};
-  socklen_t alen = make_addr(socket_name(nonce_, peer), addr);
-  msghdr msg{};
-  msg.msg_name = &addr;
-  msg.msg_namelen = alen;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
 
+  const std::string name = socket_name(nonce_, peer);
   int err = 0;
   const bool sent = detail::poll_until(
       [&] {
-        const ssize_t r = sendmsg(sock_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (r == static_cast<ssize_t>(sizeof(m))) return true;
+        const long r = detail::send_fd_datagram(sock_, name, &m, sizeof(m), fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r == static_cast<long>(sizeof(m))) return true;
         err = errno;
         const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
                                      err == ENOENT || err == EINTR || err == ENOBUFS);

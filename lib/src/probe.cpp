@@ -206,8 +206,8 @@ namespace {
 std::pair<double, double> local_bandwidth(Runtime& rt, void* va, void* scratch, std::size_t bytes) {
   detail::OwnedStream stream(rt);
   detail::OwnedEvent ea(rt), eb(rt);
-  Stream s = stream.s;
-  Event a = ea.e, b = eb.e;
+  Stream s = stream.get();
+  Event a = ea.get(), b = eb.get();
   auto time_ms = [&](const std::function<void()>& f) {
     f();  // warm-up
     rt.stream_sync(s);
@@ -250,8 +250,8 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
         rt.set_device(peer);
         // The accessor writes a pattern through the mapping; the owner reads it back.
         detail::OwnedStream s(rt);
-        rt.memset_async(va, static_cast<std::uint8_t>(0x40 + peer), 4096, s.s);
-        rt.stream_sync(s.s);
+        rt.memset_async(va, static_cast<std::uint8_t>(0x40 + peer), 4096, s.get());
+        rt.stream_sync(s.get());
         rt.set_device(owner);
         std::vector<std::uint8_t> back(4096);
         rt.copy_to_host(back.data(), va, back.size());

@@ -7,31 +7,26 @@
 
 namespace mori::symm::detail {
 
-struct OwnedStream {
-  Runtime* rt = nullptr;
-  Stream s = nullptr;
-  explicit OwnedStream(Runtime& r) : rt(&r), s(r.stream_create()) {}
-  OwnedStream(OwnedStream&& o) noexcept : rt(o.rt), s(o.s) { o.s = nullptr; }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  OwnedStream& operator=(OwnedStream&&) = delete;
-  ~OwnedStream() {
-    if (s) rt->stream_destroy(s);
+// A stream or an event: created by the runtime in the constructor, destroyed in the destructor.
+template <class Handle, Handle (Runtime::*Create)(), void (Runtime::*Destroy)(Handle) noexcept>
+class OwnedHandle {
+ public:
+  explicit OwnedHandle(Runtime& r) : rt_(&r), h_((r.*Create)()) {}
+  OwnedHandle(OwnedHandle&& o) noexcept : rt_(o.rt_), h_(o.h_) { o.h_ = nullptr; }
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(OwnedHandle&&) = delete;
+  ~OwnedHandle() {
+    if (h_) (rt_->*Destroy)(h_);
   }
-};
+  Handle get() const noexcept { return h_; }
 
-struct OwnedEvent {
-  Runtime* rt = nullptr;
-  Event e = nullptr;
-  explicit OwnedEvent(Runtime& r) : rt(&r), e(r.event_create()) {}
-  OwnedEvent(OwnedEvent&& o) noexcept : rt(o.rt), e(o.e) { o.e = nullptr; }
-  OwnedEvent(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(OwnedEvent&&) = delete;
-  ~OwnedEvent() {
-    if (e) rt->event_destroy(e);
-  }
+ private:
+  Runtime* rt_ = nullptr;
+  Handle h_ = nullptr;
 };
+using OwnedStream = OwnedHandle<Stream, &Runtime::stream_create, &Runtime::stream_destroy>;
+using OwnedEvent = OwnedHandle<Event, &Runtime::event_create, &Runtime::event_destroy>;
 
 struct OwnedBuffer {
   Runtime* rt = nullptr;
