@@ -25,6 +25,7 @@
 namespace mori::symm {
 
 class Bootstrap;
+struct RendezvousRequest;
 
 struct WindowOptions {
   std::size_t bytes = 0;           // usable buffer per rank
@@ -86,6 +87,11 @@ class Window {
     bool have_handle = false;
     bool mapped = false;
   };
+  // The steps of rendezvous().
+  std::vector<RendezvousRequest> exchange_requests(Bootstrap& boot);
+  void import_fabric_handles(Bootstrap& boot, const std::vector<RendezvousRequest>& all);
+  void exchange_fds(Bootstrap& boot);
+  void map_span(Bootstrap& boot);
   void teardown_noexcept() noexcept;
 
   Runtime& rt_;
