@@ -13,13 +13,14 @@
 #include <map>
 
 #include "mori/symm/environment.hpp"
-#include "mori/symm/units.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/fds.hpp"
 #include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/probe.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
+#include "mori/symm/units.hpp"
 #include "mori/symm/window.hpp"
 
 using namespace mori::symm;
@@ -366,25 +367,26 @@ int mark_expected(Json& scs) {
   return bad;
 }
 
-int run(ToolEnv& env, const Options& o) {
-  auto& boot = *env.boot;
-  if (!o.summarize.empty()) {
-    Json doc;
-    doc["schema"] = "mori.teardown/1";
-    doc["meta"] = make_meta(env, "");
-    doc["config"] = {{"summarize", o.summarize}};
-    Json scs = summarize_journals(o.summarize);
-    const int bad = mark_expected(scs);
-    doc["scenarios"] = scs;
-    if (env.is_root()) {
-      if (env.common.json != "-") print_table(scs);
-      if (!env.common.json.empty()) write_json(env.common.json, doc);
-    }
-    return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+// --summarize DIR: the report of an earlier run's journals.
+int summarize_only(ToolEnv& env, const Options& o) {
+  Json doc;
+  doc["schema"] = "mori.teardown/1";
+  doc["meta"] = make_meta(env, "");
+  doc["config"] = {{"summarize", o.summarize}};
+  Json scs = summarize_journals(o.summarize);
+  const int bad = mark_expected(scs);
+  doc["scenarios"] = scs;
+  if (env.is_root()) {
+    if (env.common.json != "-") print_table(scs);
+    if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
-  // A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
-  // may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
-  // on one folder exactly one runs and the other exits 2.
+  return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+}
+
+// A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
+// may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
+// on one folder exactly one runs and the other exits 2.
+void claim_journal_dir(Bootstrap& boot, const Options& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
   bool used = false;
@@ -426,32 +428,11 @@ int run(ToolEnv& env, const Options& o) {
   if (claim[0] == 2)
     throw UsageError("--journal-dir: cannot claim '" + o.journal_dir + "': " + errno_name(claim[1]));
   boot.barrier("teardown.journal-checked");
-  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
-  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
-  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
+}
 
-  WindowOptions wo;
-  wo.bytes = parse_size("--size", o.size);
-  wo.handle_type =
-      o.handle_type == "auto" ? choose_handle_type(*env.rt, env.device) : parse_handle_type(o.handle_type);
-  wo.device = env.device;
-  // Static, so that it outlives main for the atexit scenario's hook (constructed before the hook is
-  // registered, hence destroyed after it runs).
-  static std::unique_ptr<Journal> journal;
-  journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
-  Journal& j = *journal;
-  std::vector<const Scenario*> todo;
-  if (o.scenario == "all") {
-    for (const auto& s : scenarios()) todo.push_back(&s);
-  } else {
-    todo.push_back(find(o.scenario));
-  }
-  for (const auto* s : todo) {
-    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
-    run_scenario(env, j, o, *s, wo);
-  }
-  boot.barrier("teardown.done");
-  // A journal that could not be written (a full file system) is reported, and so is every verdict it affects.
+// A journal that could not be written (a full file system) is reported, and so is every verdict it affects:
+// rank -> errno name, gathered from every rank.
+std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j) {
   struct WriteError {
     char name[32];
   } mine{};
@@ -460,6 +441,11 @@ int run(ToolEnv& env, const Options& o) {
   std::map<int, std::string> write_errors;
   for (std::size_t r = 0; r < errs.size(); ++r)
     if (errs[r].name[0]) write_errors[static_cast<int>(r)] = std::string(errs[r].name);
+  return write_errors;
+}
+
+int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
+           const std::map<int, std::string>& write_errors) {
   Json doc;
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, to_string(wo.handle_type));
@@ -491,6 +477,38 @@ int run(ToolEnv& env, const Options& o) {
     if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
   return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+}
+
+int run(ToolEnv& env, const Options& o) {
+  if (!o.summarize.empty()) return summarize_only(env, o);
+  auto& boot = *env.boot;
+  claim_journal_dir(boot, o);
+  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
+  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
+  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
+
+  WindowOptions wo;
+  wo.bytes = parse_size("--size", o.size);
+  wo.handle_type =
+      o.handle_type == "auto" ? choose_handle_type(*env.rt, env.device) : parse_handle_type(o.handle_type);
+  wo.device = env.device;
+  // Static, so that it outlives main for the atexit scenario's hook (constructed before the hook is
+  // registered, hence destroyed after it runs).
+  static std::unique_ptr<Journal> journal;
+  journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
+  Journal& j = *journal;
+  std::vector<const Scenario*> todo;
+  if (o.scenario == "all") {
+    for (const auto& s : scenarios()) todo.push_back(&s);
+  } else {
+    todo.push_back(find(o.scenario));
+  }
+  for (const auto* s : todo) {
+    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
+    run_scenario(env, j, o, *s, wo);
+  }
+  boot.barrier("teardown.done");
+  return report(env, o, wo, gather_write_errors(boot, j));
 }
 
 }  // namespace

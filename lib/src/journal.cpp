@@ -1,6 +1,5 @@
 #include "mori/symm/journal.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -98,15 +97,6 @@ extern "C" void on_fatal_signal(int sig) {
 }
 
 }  // namespace
-
-int count_open_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n - 3;  // ".", ".." and the DIR's own fd
-}
 
 Journal::Journal(const std::string& dir, int rank, double step_bound_s)
     : rank_(rank), bound_s_(step_bound_s) {

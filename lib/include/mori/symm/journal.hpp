@@ -70,7 +70,4 @@ class Journal {
 // job itself) makes every scenario such a rank did not finish "journal_error".
 Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors = {});
 
-// Open file descriptors of this process.
-int count_open_fds();
-
 }  // namespace mori::symm
