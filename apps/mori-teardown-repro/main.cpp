@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 
+#include "journal_dir.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/fds.hpp"
@@ -24,6 +25,9 @@
 #include "mori/symm/window.hpp"
 
 using namespace mori::symm;
+
+using teardown::claim_journal_dir;
+using teardown::gather_write_errors;
 
 namespace {
 
@@ -49,7 +53,6 @@ struct Ctx {
 using Run = void (*)(Ctx&);
 
 // Created by rank 0 with O_EXCL in a fresh --journal-dir: the job's claim on the folder.
-constexpr const char* kClaimFile = "job.claim";
 struct Scenario {
   const char* name;
   const char* expected;  // outcome on a platform that behaves as the VMM API documents
@@ -383,67 +386,6 @@ int summarize_only(ToolEnv& env, const Options& o) {
   return bad ? static_cast<int>(ExitCode::check_failed) : 0;
 }
 
-// A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
-// may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
-// on one folder exactly one runs and the other exits 2.
-void claim_journal_dir(Bootstrap& boot, const Options& o) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  bool used = false;
-  if (fs::is_directory(o.journal_dir, ec))
-    for (const auto& e : fs::directory_iterator(o.journal_dir, ec))
-      if (e.path().extension() == ".journal" || e.path().filename() == kClaimFile) used = true;
-  auto used_all = boot.allgather_value("teardown.journal-check", static_cast<int>(used));
-  if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
-    throw UsageError("--journal-dir: '" + o.journal_dir +
-                     "' already holds journals (or another job's claim); choose a new folder");
-  int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
-  if (boot.rank() == 0) {
-    fs::create_directories(o.journal_dir, ec);
-    const std::string path = o.journal_dir + "/" + kClaimFile;
-    const int fd = ec ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (ec) {
-      claim[0] = 2;
-      claim[1] = ec.value();
-    } else if (fd < 0) {
-      claim[0] = errno == EEXIST ? 1 : 2;
-      claim[1] = errno;
-    } else {
-      const std::string who =
-          "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
-      const bool wrote = write(fd, who.data(), who.size()) == static_cast<ssize_t>(who.size());
-      const int werr = errno;
-      close(fd);
-      if (!wrote) {
-        unlink(path.c_str());
-        claim[0] = 2;
-        claim[1] = werr;
-      }
-    }
-  }
-  boot.broadcast("teardown.journal-claim", claim, sizeof(claim), 0);
-  if (claim[0] == 1)
-    throw UsageError("--journal-dir: '" + o.journal_dir +
-                     "' was claimed by another job started at the same time; choose a new folder");
-  if (claim[0] == 2)
-    throw UsageError("--journal-dir: cannot claim '" + o.journal_dir + "': " + errno_name(claim[1]));
-  boot.barrier("teardown.journal-checked");
-}
-
-// A journal that could not be written (a full file system) is reported, and so is every verdict it affects:
-// rank -> errno name, gathered from every rank.
-std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j) {
-  struct WriteError {
-    char name[32];
-  } mine{};
-  std::strncpy(mine.name, j.write_error().c_str(), sizeof(mine.name) - 1);
-  const auto errs = boot.allgather_value("teardown.journal-errors", mine);
-  std::map<int, std::string> write_errors;
-  for (std::size_t r = 0; r < errs.size(); ++r)
-    if (errs[r].name[0]) write_errors[static_cast<int>(r)] = std::string(errs[r].name);
-  return write_errors;
-}
-
 int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
            const std::map<int, std::string>& write_errors) {
   Json doc;
@@ -482,7 +424,7 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
 int run(ToolEnv& env, const Options& o) {
   if (!o.summarize.empty()) return summarize_only(env, o);
   auto& boot = *env.boot;
-  claim_journal_dir(boot, o);
+  claim_journal_dir(boot, o.journal_dir);
   // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
   const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
   if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
