@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/detail/poll.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/window.hpp"
 
@@ -141,19 +143,16 @@ class HostEngine final : public A2aEngine {
 
   // Bounded spin until behind(q) is false for every q; names the ranks still behind on expiry.
   void wait_all(const std::function<bool(int)>& behind, const std::string& what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(c_.timeout_s);
-    int spins = 0;
+    const auto deadline = detail::deadline_after(c_.timeout_s);
     for (int q = 0; q < c_.world; ++q) {
-      while (behind(q)) {
-        if (++spins > 256) std::this_thread::yield();
-        if (Clock::now() < deadline) continue;
-        std::string missing;
-        for (int r = 0; r < c_.world; ++r)
-          if (behind(r)) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-        throw TimeoutError("a2a device barrier (host runtime): rank " + std::to_string(c_.me) +
-                           " waited more than " + std::to_string(c_.timeout_s) + " s (" + what +
-                           "); ranks not arrived: " + missing);
-      }
+      if (detail::poll_until([&] { return !behind(q); }, deadline, detail::Backoff::spin_then_yield(256)))
+        continue;
+      std::vector<int> missing;
+      for (int r = 0; r < c_.world; ++r)
+        if (behind(r)) missing.push_back(r);
+      throw TimeoutError("a2a device barrier (host runtime): rank " + std::to_string(c_.me) +
+                         " waited more than " + std::to_string(c_.timeout_s) + " s (" + what +
+                         "); ranks not arrived: " + detail::join_ranks(missing));
     }
   }
 

@@ -6,10 +6,10 @@ usage: a2a_test.py BIN_DIR MPIRUN...
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import check, finish  # noqa: E402
 import tempfile
 
@@ -20,10 +20,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 def job(n, args, env=None):
-    e = dict(os.environ, **(env or {}))
-    p = subprocess.run([*MPIRUN, "-n", str(n), TOOL, "--backend", "host", "--timeout-s", "20", *args], env=e,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-    return p.returncode, p.stdout
+    return harness.tool_job(MPIRUN, n, TOOL, args, env)
 
 
 

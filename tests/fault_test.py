@@ -10,17 +10,15 @@ rejected with a warning, their fds closed, and the rendezvous must still succeed
 
 usage: fault_test.py BIN_DIR MPIRUN...
 """
-import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, finish  # noqa: E402
+import harness  # noqa: E402
+from harness import check, finish, leftovers  # noqa: E402
 import tempfile
-import time
 
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
@@ -30,17 +28,8 @@ TIMEOUT = 4
 
 
 
-def leftovers(tmp):
-    socks = set(re.findall(r"@(mori-symm-[0-9a-f]+-\d+)", open("/proc/net/unix").read()))
-    return socks, set(glob.glob("/dev/shm/mori*")), set(glob.glob(os.path.join(tmp, "*")))
-
-
 def job(cmd, env, tmp):
-    e = dict(os.environ, TMPDIR=tmp, **env)
-    t0 = time.monotonic()
-    p = subprocess.run([*MPIRUN, "-n", "4", *cmd], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=120, cwd=tmp)
-    return p.returncode, p.stdout, time.monotonic() - t0
+    return harness.job([*MPIRUN, "-n", "4", *cmd], dict(env, TMPDIR=tmp), timeout=120, cwd=tmp)
 
 
 tmp = tempfile.mkdtemp(prefix="mori-fault-")

@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <cstddef>
 #include <cstring>
-#include <dirent.h>
 
 #include "mori/symm/error.hpp"
 #include "mori/symm/fd_channel.hpp"
@@ -27,25 +27,7 @@ int count_fds() {
 // Sends `fd` to `name` with an arbitrary payload, as a process outside the job would.
 void raw_send(const std::string& name, const void* payload, std::size_t len, int fd) {
   int s = socket(AF_UNIX, SOCK_DGRAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());
-  socklen_t alen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  iovec iov{const_cast<void*>(payload), len};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_name = &addr;
-  msg.msg_namelen = alen;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  sendmsg(s, &msg, 0);
+  detail::send_fd_datagram(s, name, payload, len, fd, 0);
   close(s);
 }
 

@@ -8,7 +8,7 @@
 
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
-#include "mori/symm/journal.hpp"
+#include "mori/symm/fds.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/probe.hpp"
 #include "mori/symm/tool.hpp"

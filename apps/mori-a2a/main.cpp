@@ -5,7 +5,7 @@
 
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/error.hpp"
-#include "mori/symm/journal.hpp"
+#include "mori/symm/fds.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"

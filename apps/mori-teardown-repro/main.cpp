@@ -12,17 +12,22 @@
 #include <filesystem>
 #include <map>
 
+#include "journal_dir.hpp"
 #include "mori/symm/environment.hpp"
-#include "mori/symm/units.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/fds.hpp"
 #include "mori/symm/journal.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/probe.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
+#include "mori/symm/units.hpp"
 #include "mori/symm/window.hpp"
 
 using namespace mori::symm;
+
+using teardown::claim_journal_dir;
+using teardown::gather_write_errors;
 
 namespace {
 
@@ -48,7 +53,6 @@ struct Ctx {
 using Run = void (*)(Ctx&);
 
 // Created by rank 0 with O_EXCL in a fresh --journal-dir: the job's claim on the folder.
-constexpr const char* kClaimFile = "job.claim";
 struct Scenario {
   const char* name;
   const char* expected;  // outcome on a platform that behaves as the VMM API documents
@@ -366,100 +370,24 @@ int mark_expected(Json& scs) {
   return bad;
 }
 
-int run(ToolEnv& env, const Options& o) {
-  auto& boot = *env.boot;
-  if (!o.summarize.empty()) {
-    Json doc;
-    doc["schema"] = "mori.teardown/1";
-    doc["meta"] = make_meta(env, "");
-    doc["config"] = {{"summarize", o.summarize}};
-    Json scs = summarize_journals(o.summarize);
-    const int bad = mark_expected(scs);
-    doc["scenarios"] = scs;
-    if (env.is_root()) {
-      if (env.common.json != "-") print_table(scs);
-      if (!env.common.json.empty()) write_json(env.common.json, doc);
-    }
-    return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+// --summarize DIR: the report of an earlier run's journals.
+int summarize_only(ToolEnv& env, const Options& o) {
+  Json doc;
+  doc["schema"] = "mori.teardown/1";
+  doc["meta"] = make_meta(env, "");
+  doc["config"] = {{"summarize", o.summarize}};
+  Json scs = summarize_journals(o.summarize);
+  const int bad = mark_expected(scs);
+  doc["scenarios"] = scs;
+  if (env.is_root()) {
+    if (env.common.json != "-") print_table(scs);
+    if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
-  // A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
-  // may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
-  // on one folder exactly one runs and the other exits 2.
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  bool used = false;
-  if (fs::is_directory(o.journal_dir, ec))
-    for (const auto& e : fs::directory_iterator(o.journal_dir, ec))
-      if (e.path().extension() == ".journal" || e.path().filename() == kClaimFile) used = true;
-  auto used_all = boot.allgather_value("teardown.journal-check", static_cast<int>(used));
-  if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
-    throw UsageError("--journal-dir: '" + o.journal_dir +
-                     "' already holds journals (or another job's claim); choose a new folder");
-  int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
-  if (boot.rank() == 0) {
-    fs::create_directories(o.journal_dir, ec);
-    const std::string path = o.journal_dir + "/" + kClaimFile;
-    const int fd = ec ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (ec) {
-      claim[0] = 2;
-      claim[1] = ec.value();
-    } else if (fd < 0) {
-      claim[0] = errno == EEXIST ? 1 : 2;
-      claim[1] = errno;
-    } else {
-      const std::string who =
-          "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
-      const bool wrote = write(fd, who.data(), who.size()) == static_cast<ssize_t>(who.size());
-      const int werr = errno;
-      close(fd);
-      if (!wrote) {
-        unlink(path.c_str());
-        claim[0] = 2;
-        claim[1] = werr;
-      }
-    }
-  }
-  boot.broadcast("teardown.journal-claim", claim, sizeof(claim), 0);
-  if (claim[0] == 1)
-    throw UsageError("--journal-dir: '" + o.journal_dir +
-                     "' was claimed by another job started at the same time; choose a new folder");
-  if (claim[0] == 2)
-    throw UsageError("--journal-dir: cannot claim '" + o.journal_dir + "': " + errno_name(claim[1]));
-  boot.barrier("teardown.journal-checked");
-  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
-  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
-  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
+  return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+}
 
-  WindowOptions wo;
-  wo.bytes = parse_size("--size", o.size);
-  wo.handle_type =
-      o.handle_type == "auto" ? choose_handle_type(*env.rt, env.device) : parse_handle_type(o.handle_type);
-  wo.device = env.device;
-  // Static, so that it outlives main for the atexit scenario's hook (constructed before the hook is
-  // registered, hence destroyed after it runs).
-  static std::unique_ptr<Journal> journal;
-  journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
-  Journal& j = *journal;
-  std::vector<const Scenario*> todo;
-  if (o.scenario == "all") {
-    for (const auto& s : scenarios()) todo.push_back(&s);
-  } else {
-    todo.push_back(find(o.scenario));
-  }
-  for (const auto* s : todo) {
-    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
-    run_scenario(env, j, o, *s, wo);
-  }
-  boot.barrier("teardown.done");
-  // A journal that could not be written (a full file system) is reported, and so is every verdict it affects.
-  struct WriteError {
-    char name[32];
-  } mine{};
-  std::strncpy(mine.name, j.write_error().c_str(), sizeof(mine.name) - 1);
-  const auto errs = boot.allgather_value("teardown.journal-errors", mine);
-  std::map<int, std::string> write_errors;
-  for (std::size_t r = 0; r < errs.size(); ++r)
-    if (errs[r].name[0]) write_errors[static_cast<int>(r)] = std::string(errs[r].name);
+int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
+           const std::map<int, std::string>& write_errors) {
   Json doc;
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, to_string(wo.handle_type));
@@ -491,6 +419,38 @@ int run(ToolEnv& env, const Options& o) {
     if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
   return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+}
+
+int run(ToolEnv& env, const Options& o) {
+  if (!o.summarize.empty()) return summarize_only(env, o);
+  auto& boot = *env.boot;
+  claim_journal_dir(boot, o.journal_dir);
+  // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
+  const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
+  if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
+
+  WindowOptions wo;
+  wo.bytes = parse_size("--size", o.size);
+  wo.handle_type =
+      o.handle_type == "auto" ? choose_handle_type(*env.rt, env.device) : parse_handle_type(o.handle_type);
+  wo.device = env.device;
+  // Static, so that it outlives main for the atexit scenario's hook (constructed before the hook is
+  // registered, hence destroyed after it runs).
+  static std::unique_ptr<Journal> journal;
+  journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
+  Journal& j = *journal;
+  std::vector<const Scenario*> todo;
+  if (o.scenario == "all") {
+    for (const auto& s : scenarios()) todo.push_back(&s);
+  } else {
+    todo.push_back(find(o.scenario));
+  }
+  for (const auto* s : todo) {
+    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
+    run_scenario(env, j, o, *s, wo);
+  }
+  boot.barrier("teardown.done");
+  return report(env, o, wo, gather_write_errors(boot, j));
 }
 
 }  // namespace

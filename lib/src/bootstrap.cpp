@@ -9,6 +9,8 @@
 #include <map>
 #include <thread>
 
+#include "mori/symm/detail/poll.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -19,22 +21,41 @@ using Clock = std::chrono::steady_clock;
 
 // How long an expired MPI_Ibarrier waits for the other ranks to answer "are you there".
 constexpr double kPresenceBoundS = 1.0;
+// How long a timeout path waits for its cancelled requests to complete before freeing them.
+constexpr double kCancelBoundS = 0.25;
 
-std::string list_ranks(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s;
+using detail::join_ranks;
+using detail::poll_until;
+
+// Tests until every request is complete or the deadline passes.
+bool test_all_until(std::vector<MPI_Request>& reqs, detail::PollClock::time_point deadline,
+                    const detail::Backoff& backoff = detail::Backoff::oversubscribed()) {
+  return poll_until(
+      [&] {
+        int flag = 0;
+        MORI_CHECK_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE));
+        return flag != 0;
+      },
+      deadline, backoff);
 }
 
-// Polling that stays cheap on oversubscribed machines: spin briefly, then yield, then sleep.
-void backoff(int& spins) {
-  ++spins;
-  if (spins < 64) return;
-  if (spins < 2048) {
-    sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(50));
+// On a timeout path: cancels every outstanding request and completes it (a cancelled request completes
+// without its peer), so that no late message lands in a buffer the caller is about to free; a request that
+// still has not completed within the short bound is freed. Never throws.
+void cancel_outstanding(std::vector<MPI_Request>& reqs) noexcept {
+  for (auto& r : reqs)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  const auto deadline = detail::deadline_after(kCancelBoundS);
+  poll_until(
+      [&] {
+        int flag = 0;
+        return MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE) !=
+                   MPI_SUCCESS ||
+               flag != 0;
+      },
+      deadline);
+  for (auto& r : reqs)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
 }
 
 struct NodeKey {
@@ -45,6 +66,10 @@ struct NodeKey {
 };
 
 }  // namespace
+
+void check_node_id(const std::string& node_id) {
+  if (node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
+}
 
 void check_mpi(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
@@ -77,12 +102,13 @@ int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
   if (world == 1) return exit_code;
   MPI_Request req;
   if (MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(bound_s);
-    int done = 0, spins = 0;
-    while (!done && Clock::now() < deadline) {
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      backoff(spins);
-    }
+    int done = 0;
+    poll_until(
+        [&] {
+          MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+          return done != 0;
+        },
+        detail::deadline_after(bound_s));
     if (done) return exit_code;  // every rank reached the end: MPI_Finalize in the destructor
   }
   spdlog::error("not every rank reached the end within {} s; aborting the job with exit code {}",
@@ -100,8 +126,7 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
   MORI_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   MORI_CHECK_MPI(MPI_Comm_size(comm_, &world_));
   log::set_rank(rank_);
-  if (node_id_override.size() >= sizeof(NodeKey::override_id))
-    throw UsageError("MORI_NODE_ID / --node-id: at most 31 characters");
+  check_node_id(node_id_override);
 
   MPI_Comm shared = MPI_COMM_NULL;
   MORI_CHECK_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared));
@@ -111,7 +136,7 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
   MPI_Comm_free(&shared);
 
   NodeKey mine{};
-  if (gethostname(mine.host, sizeof(mine.host) - 1) != 0) std::strcpy(mine.host, "unknown");
+  std::strncpy(mine.host, detail::host_name().c_str(), sizeof(mine.host) - 1);
   std::strncpy(mine.override_id, node_id_override.c_str(), sizeof(mine.override_id) - 1);
   mine.shared_leader = leader;
   mine.pid = static_cast<std::int32_t>(getpid());
@@ -163,33 +188,32 @@ void Bootstrap::wait_all(const std::string& step, std::vector<MPI_Request>& reqs
                          const std::vector<int>& peers, bool report_missing) {
   const double bound = bound_s();
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration<double>(bound);
-  int spins = 0;
-  while (true) {
-    int flag = 0;
-    MORI_CHECK_MPI(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE));
-    if (flag) {
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound));
+  try {
+    if (test_all_until(reqs, deadline)) {
       spdlog::trace("bootstrap: step '{}' done in {:.3f} ms", step,
                     std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       return;
     }
-    if (Clock::now() >= deadline) break;
-    backoff(spins);
+  } catch (...) {
+    cancel_outstanding(reqs);
+    throw;
   }
   // A request that completed between the last test and the deadline is not a timeout.
   std::vector<int> missing;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     int done = 0;
     if (reqs[i] == MPI_REQUEST_NULL) continue;
-    MORI_CHECK_MPI(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE));
-    if (!done) missing.push_back(peers[i]);
+    if (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) missing.push_back(peers[i]);
   }
+  cancel_outstanding(reqs);
   if (missing.empty()) return;
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   std::string who = report_missing
-                        ? "ranks not arrived: " + list_ranks(missing)
-                        : "waiting on rank " + list_ranks(missing) + " (rank 0 names the missing ranks)";
+                        ? "ranks not arrived: " + join_ranks(missing)
+                        : "waiting on rank " + join_ranks(missing) + " (rank 0 names the missing ranks)";
   throw TimeoutError("step '" + step + "' timed out after " + format_seconds(bound) + " s on " + rank_tag() +
                      "; " + who);
 }
@@ -209,13 +233,7 @@ std::vector<int> Bootstrap::ranks_not_responding() {
     MORI_CHECK_MPI(MPI_Irecv(&got[static_cast<std::size_t>(p)], 1, MPI_BYTE, p, kPresenceTag, comm_,
                              &recvs[static_cast<std::size_t>(p)]));
   }
-  const auto deadline = Clock::now() + std::chrono::duration<double>(kPresenceBoundS);
-  int flag = 0, spins = 0;
-  while (Clock::now() < deadline) {
-    MORI_CHECK_MPI(MPI_Testall(world_, recvs.data(), &flag, MPI_STATUSES_IGNORE));
-    if (flag) break;
-    backoff(spins);
-  }
+  test_all_until(recvs, detail::deadline_after(kPresenceBoundS));
   std::vector<int> missing;
   for (int p = 0; p < world_; ++p) {
     auto& r = recvs[static_cast<std::size_t>(p)];
@@ -292,26 +310,15 @@ void Bootstrap::barrier_fast(const std::string& step) {
   std::vector<MPI_Request> reqs(1);
   MORI_CHECK_MPI(MPI_Ibarrier(comm_, &reqs[0]));
   const double bound = bound_s();
-  const auto deadline = Clock::now() + std::chrono::duration<double>(bound);
-  int flag = 0, spins = 0;
-  while (true) {
-    MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
-    if (flag) return;
-    if (Clock::now() >= deadline) break;
-    if (++spins > 4096) sched_yield();
-  }
+  if (test_all_until(reqs, detail::deadline_after(bound), detail::Backoff::spin_then_yield(4096))) return;
+  int flag = 0;
   // MPI_Ibarrier cannot say who is missing: ask every rank directly, within a short bound.
   note_wait_bound_expired();
   const auto missing = ranks_not_responding();
   if (missing.empty()) {
     // Every rank is alive: a bound far below the barrier's own latency (--timeout-s 0.001). One more short
     // wait before calling it a timeout.
-    const auto again = Clock::now() + std::chrono::duration<double>(kExpiredWaitBoundS);
-    while (Clock::now() < again) {
-      MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
-      if (flag) return;
-      backoff(spins);
-    }
+    if (test_all_until(reqs, detail::deadline_after(kExpiredWaitBoundS))) return;
   }
   MORI_CHECK_MPI(MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE));
   if (flag) return;
@@ -319,7 +326,7 @@ void Bootstrap::barrier_fast(const std::string& step) {
                      "; " +
                      (missing.empty() ? "no rank is missing (ranks 0-" + std::to_string(world_ - 1) +
                                             " answered), but not every rank reached this barrier"
-                                      : "ranks not arrived: " + list_ranks(missing)));
+                                      : "ranks not arrived: " + join_ranks(missing)));
 }
 
 }  // namespace mori::symm

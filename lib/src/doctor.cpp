@@ -7,6 +7,7 @@
 #include <set>
 #include <type_traits>
 
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 
 namespace mori::symm {
@@ -68,11 +69,7 @@ const std::vector<CatalogEntry> kCatalog = {
      "grant peer access only to ranks that need it; keep hot local buffers outside the symmetric window"},
 };
 
-std::string join_ranks(const std::vector<int>& r) {
-  std::string s;
-  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + std::to_string(r[i]);
-  return s;
-}
+using detail::join_ranks;
 
 Diagnosis make(const char* id, std::vector<int> ranks, std::string evidence, int device = -1) {
   const std::string name(id);  // a named string: GCC 13 warns of a reference bound through a temporary

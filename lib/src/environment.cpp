@@ -13,9 +13,12 @@
 #include <map>
 #include <mutex>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/nvml.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
+#include "mori/symm/report.hpp"
 
 namespace mori::symm {
 namespace {
@@ -145,8 +148,7 @@ Kept& kept() {
 
 RankFacts local_rank_facts(Runtime* rt, int device, int rank, int node) {
   RankFacts f{};
-  char host[64] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
+  const std::string host = detail::host_name();
   const char* h = test_override("MORI_TEST_HOSTNAME");
   copy(f.host, sizeof(f.host), h ? h : host);
   const char* b = test_override("MORI_TEST_BOOT_ID");

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "mori/symm/detail/poll.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -36,6 +38,27 @@ socklen_t make_addr(const std::string& name, sockaddr_un& addr) {
 }
 
 }  // namespace
+
+long detail::send_fd_datagram(int sock, const std::string& name, const void* payload, std::size_t len, int fd,
+                              int flags) noexcept {
+  iovec iov{const_cast<void*>(payload), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  sockaddr_un addr{};
+  const socklen_t alen = make_addr(name, addr);
+  msghdr msg{};
+  msg.msg_name = &addr;
+  msg.msg_namelen = alen;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  return sendmsg(sock, &msg, flags);
+}
 
 Nonce FdChannel::make_nonce() {
   Nonce n{};
@@ -88,39 +111,26 @@ void FdChannel::send(int peer, int fd, std::uint32_t tag) {
   std::memcpy(m.nonce, nonce_.data(), nonce_.size());
   m.sender = rank_;
   m.tag = tag;
-  iovec iov{&m, sizeof(m)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  sockaddr_un addr{};
-  socklen_t alen = make_addr(socket_name(nonce_, peer), addr);
-  msghdr msg{};
-  msg.msg_name = &addr;
-  msg.msg_namelen = alen;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
 
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-  while (true) {
-    ssize_t r = sendmsg(sock_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (r == static_cast<ssize_t>(sizeof(m))) return;
-    const int err = errno;
-    const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
-                                 err == ENOENT || err == EINTR || err == ENOBUFS);
-    if (!retry)
-      throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
-                     "to rank " + std::to_string(peer));
-    if (Clock::now() >= deadline)
-      throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
-                         format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
-                         errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  const std::string name = socket_name(nonce_, peer);
+  int err = 0;
+  const bool sent = detail::poll_until(
+      [&] {
+        const long r = detail::send_fd_datagram(sock_, name, &m, sizeof(m), fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r == static_cast<long>(sizeof(m))) return true;
+        err = errno;
+        const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
+                                     err == ENOENT || err == EINTR || err == ENOBUFS);
+        if (!retry)
+          throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
+                         "to rank " + std::to_string(peer));
+        return false;
+      },
+      detail::deadline_after(timeout_s_), detail::Backoff::sleeping(std::chrono::microseconds(200)));
+  if (!sent)
+    throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
+                       format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
+                       errno_name(err) + ": the peer's socket is not bound or its queue stays full)");
 }
 
 bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
@@ -201,32 +211,35 @@ std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t 
       }
     }
   };
-  auto fail = [&](const std::string& what) {
+  // Every fd already taken is this call's to close if it ends with an exception (a timeout, a failed poll or
+  // recvmsg), so that none leaks.
+  try {
+    take_pending();
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+    while (remaining > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        std::vector<int> missing;
+        for (std::size_t i = 0; i < from.size(); ++i)
+          if (out[i] < 0) missing.push_back(from[i]);
+        throw TimeoutError("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " +
+                           rank_tag() + "; no fd arrived from ranks " + detail::join_ranks(missing));
+      }
+      pollfd p{sock_, POLLIN, 0};
+      int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
+      if (pr <= 0) continue;
+      int sender = -1, fd = -1;
+      std::uint32_t t = 0;
+      while (read_one(sender, t, fd)) {
+        pending_[{t, sender}] = fd;
+      }
+      take_pending();
+    }
+  } catch (...) {
     for (int f : out)
       if (f >= 0) close(f);
-    throw TimeoutError(what);
-  };
-  take_pending();
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-  while (remaining > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      std::string missing;
-      for (std::size_t i = 0; i < from.size(); ++i)
-        if (out[i] < 0) missing += (missing.empty() ? "" : ",") + std::to_string(from[i]);
-      fail("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " + rank_tag() +
-           "; no fd arrived from ranks " + missing);
-    }
-    pollfd p{sock_, POLLIN, 0};
-    int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
-    if (pr <= 0) continue;
-    int sender = -1, fd = -1;
-    std::uint32_t t = 0;
-    while (read_one(sender, t, fd)) {
-      pending_[{t, sender}] = fd;
-    }
-    take_pending();
+    throw;
   }
   return out;
 }

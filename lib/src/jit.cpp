@@ -14,7 +14,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "mori/symm/detail/poll.hpp"
 #include "mori/symm/detail/rtc.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -141,14 +143,8 @@ void set_jit_wait_bound(double seconds) noexcept {
 }
 
 std::string hash_hex(const std::vector<std::string>& parts) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* data, std::size_t n) {
-    auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ull;
-    }
-  };
+  std::uint64_t h = detail::kFnvOffset;
+  auto mix = [&](const void* data, std::size_t n) { h = detail::fnv1a(h, data, n); };
   for (const auto& s : parts) {
     const std::uint64_t n = s.size();
     mix(&n, sizeof(n));
@@ -291,6 +287,115 @@ std::string Jit::key_of(const KernelSpec& spec, const std::string& source) {
   return hash_hex(parts) + hash_hex({parts[0], spec.file});
 }
 
+namespace {
+
+// Loads the cache entry into `out`; false where it is missing or unusable (an unusable one is moved aside).
+bool load_entry(const std::string& root, const std::string& entry, const KernelSpec& spec,
+                CompiledKernels& out) {
+  std::error_code ec;
+  if (!fs::exists(entry, ec)) return false;
+  std::string why = unsafe_reason(entry);
+  std::string image, names, manifest;
+  if (why.empty()) {
+    try {
+      image = read_file(entry + "/image.bin");
+      names = read_file(entry + "/names.txt");
+      manifest = read_file(entry + "/manifest");
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  std::map<std::string, std::string> lowered;
+  if (why.empty() && manifest != manifest_text(image, names))
+    why = "size or hash does not match its manifest";
+  if (why.empty() && !parse_names(names, lowered)) why = "names.txt is malformed";
+  for (const auto& inst : spec.instantiations)
+    if (why.empty() && !lowered.count(inst)) why = "lacks " + inst;
+  if (!why.empty()) {
+    spdlog::warn("jit: cache entry {} is unusable ({}); rebuilding it", entry, why);
+    const std::string trash = root + "/.trash-" + random_suffix();
+    if (rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
+    return false;
+  }
+  out.image.assign(image.begin(), image.end());
+  out.lowered = std::move(lowered);
+  return true;
+}
+
+// The per-key lock: one process compiles, the others wait (bounded by --timeout-s) and then load.
+class EntryLock {
+ public:
+  EntryLock(const std::string& path, const std::string& file) {
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
+    try {
+      wait(path, file);
+    } catch (...) {
+      close(fd_);
+      throw;
+    }
+    spdlog::debug("jit: lock {} taken", path);
+  }
+  ~EntryLock() {
+    flock(fd_, LOCK_UN);
+    close(fd_);
+  }
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+
+ private:
+  void wait(const std::string& path, const std::string& file) {
+    const double bound = g_wait_bound_s;
+    const auto waiting_since = Clock::now();
+    bool said = false;
+    const bool locked = detail::poll_until(
+        [&] {
+          if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+          if (errno != EWOULDBLOCK && errno != EINTR)
+            throw ApiError("flock(" + path + ")", __FILE__, __LINE__, errno_name(errno));
+          if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
+            spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
+                         path, lock_holder(fd_), file);
+            said = true;
+          }
+          return false;
+        },
+        detail::deadline_after(bound), detail::Backoff::sleeping(std::chrono::milliseconds(2)));
+    if (!locked)
+      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + path + " held by " +
+                         lock_holder(fd_) + " (another process compiling " + file +
+                         "); --timeout-s bounds it");
+  }
+
+  int fd_ = -1;
+};
+
+// Publishes a compiled entry: writes a private folder, then renames it into place in one step. A failure is a
+// warning: the kernels are compiled either way.
+void publish_entry(const std::string& root, const std::string& entry, const CompiledKernels& out,
+                   const std::string& file) {
+  const std::string tmp = root + "/.tmp-" + out.key + "-" + random_suffix();
+  try {
+    MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
+    const std::string names = names_text(out.lowered);
+    const std::string image(out.image.begin(), out.image.end());
+    write_file(tmp + "/image.bin", image.data(), image.size());
+    write_file(tmp + "/names.txt", names.data(), names.size());
+    const std::string manifest = manifest_text(image, names);
+    write_file(tmp + "/manifest", manifest.data(), manifest.size());
+    if (rename(tmp.c_str(), entry.c_str()) != 0) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
+    }
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    spdlog::warn("jit: could not publish {} to the cache: {}", file, e.what());
+  }
+}
+
+}  // namespace
+
 CompiledKernels Jit::get(const KernelSpec& spec) {
   const bool verbose = env_on("MORI_JIT_VERBOSE");
   const bool disabled = env_on("MORI_DISABLE_JIT");
@@ -321,36 +426,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   }
 
   const std::string entry = root_ + "/" + out.key;
-  auto try_load = [&]() -> bool {
-    std::error_code ec;
-    if (!fs::exists(entry, ec)) return false;
-    std::string why = unsafe_reason(entry);
-    std::string image, names, manifest;
-    if (why.empty()) {
-      try {
-        image = read_file(entry + "/image.bin");
-        names = read_file(entry + "/names.txt");
-        manifest = read_file(entry + "/manifest");
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-    }
-    std::map<std::string, std::string> lowered;
-    if (why.empty() && manifest != manifest_text(image, names))
-      why = "size or hash does not match its manifest";
-    if (why.empty() && !parse_names(names, lowered)) why = "names.txt is malformed";
-    for (const auto& inst : spec.instantiations)
-      if (why.empty() && !lowered.count(inst)) why = "lacks " + inst;
-    if (!why.empty()) {
-      spdlog::warn("jit: cache entry {} is unusable ({}); rebuilding it", entry, why);
-      const std::string trash = root_ + "/.trash-" + random_suffix();
-      if (rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
-      return false;
-    }
-    out.image.assign(image.begin(), image.end());
-    out.lowered = std::move(lowered);
-    return true;
-  };
+  auto try_load = [&] { return load_entry(root_, entry, spec, out); };
 
   auto loaded = [&] {
     stats_.push_back({spec.file, out.key, "cache", ms_since(t0), image_hash(out)});
@@ -361,56 +437,10 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   };
   if (try_load()) return loaded();
   // One process compiles; the others wait on the lock (bounded by --timeout-s) and then load.
-  const std::string lock_path = root_ + "/" + out.key + ".lock";
-  int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) throw ApiError("open(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
-  struct Unlock {
-    int fd;
-    ~Unlock() {
-      flock(fd, LOCK_UN);
-      close(fd);
-    }
-  } unlock{lock};
-  const double bound = g_wait_bound_s;
-  const auto waiting_since = Clock::now();
-  const auto deadline = waiting_since + std::chrono::duration<double>(bound);
-  bool said = false;
-  while (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      throw ApiError("flock(" + lock_path + ")", __FILE__, __LINE__, errno_name(errno));
-    if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
-      spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
-                   lock_path, lock_holder(lock), spec.file);
-      said = true;
-    }
-    if (Clock::now() > deadline)
-      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + lock_path +
-                         " held by " + lock_holder(lock) + " (another process compiling " + spec.file +
-                         "); --timeout-s bounds it");
-    usleep(2000);
-  }
-  spdlog::debug("jit: lock {} taken", lock_path);
+  const EntryLock lock(root_ + "/" + out.key + ".lock", spec.file);
   if (try_load()) return loaded();
   compile("cold");
-  // Publish: write a private folder, then rename it into place in one step.
-  const std::string tmp = root_ + "/.tmp-" + out.key + "-" + random_suffix();
-  try {
-    MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
-    const std::string names = names_text(out.lowered);
-    const std::string image(out.image.begin(), out.image.end());
-    write_file(tmp + "/image.bin", image.data(), image.size());
-    write_file(tmp + "/names.txt", names.data(), names.size());
-    const std::string manifest = manifest_text(image, names);
-    write_file(tmp + "/manifest", manifest.data(), manifest.size());
-    if (rename(tmp.c_str(), entry.c_str()) != 0) {
-      std::error_code ec;
-      fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
-    }
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    spdlog::warn("jit: could not publish {} to the cache: {}", spec.file, e.what());
-  }
+  publish_entry(root_, entry, out, spec.file);
   stats_.push_back({spec.file, out.key, "compiled", ms_since(t0), image_hash(out)});
   if (verbose)
     spdlog::info("jit: published {} in {:.1f} ms, image {}", spec.file, stats_.back().ms,

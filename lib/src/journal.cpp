@@ -1,6 +1,5 @@
 #include "mori/symm/journal.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -27,7 +26,40 @@ using Clock = std::chrono::steady_clock;
 
 // The signal handler's view: one journal per process.
 int g_journal_fd = -1;
-char g_scenario[128] = {};
+
+// The current scenario's name, shared with the watchdog thread and the fatal-signal handler: lock-free
+// atomics, so reading it is async-signal-safe and never a data race (a reader racing a new scenario may see a
+// mix of the two names).
+class SharedName {
+ public:
+  static constexpr std::size_t kCapacity = 128;
+  static_assert(std::atomic<char>::is_always_lock_free);
+
+  void set(const std::string& name) noexcept {
+    const std::size_t n = std::min(name.size(), kCapacity - 1);
+    for (std::size_t i = 0; i < n; ++i) chars_[i].store(name[i], std::memory_order_relaxed);
+    chars_[n].store('\0', std::memory_order_release);
+  }
+  // Copies the name into buf (kCapacity bytes, NUL-terminated); returns its length.
+  std::size_t get(char* buf) const noexcept {
+    std::size_t n = 0;
+    while (n < kCapacity - 1) {
+      const char c = chars_[n].load(std::memory_order_acquire);
+      if (c == '\0') break;
+      buf[n++] = c;
+    }
+    buf[n] = '\0';
+    return n;
+  }
+  std::string get() const {
+    char buf[kCapacity];
+    return std::string(buf, get(buf));
+  }
+
+ private:
+  std::atomic<char> chars_[kCapacity] = {};
+};
+SharedName g_scenario;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -53,7 +85,8 @@ extern "C" void on_fatal_signal(int sig) {
                        : sig == SIGABRT ? "SIGABRT"
                                         : "SIGNAL";
     write_all(g_journal_fd, "S\t", 2);
-    write_all(g_journal_fd, g_scenario, std::strlen(g_scenario));
+    char scenario[SharedName::kCapacity];
+    write_all(g_journal_fd, scenario, g_scenario.get(scenario));
     write_all(g_journal_fd, "\t", 1);
     write_all(g_journal_fd, name, std::strlen(name));
     write_all(g_journal_fd, "\n", 1);
@@ -64,15 +97,6 @@ extern "C" void on_fatal_signal(int sig) {
 }
 
 }  // namespace
-
-int count_open_fds() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n - 3;  // ".", ".." and the DIR's own fd
-}
 
 Journal::Journal(const std::string& dir, int rank, double step_bound_s)
     : rank_(rank), bound_s_(step_bound_s) {
@@ -134,7 +158,7 @@ void Journal::watchdog() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::int64_t started = step_started_ns_.load();
     if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
-      line("H\t" + std::string(g_scenario) + "\tstep ran past " + std::to_string(bound_s_) + " s");
+      line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
       spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
       _exit(static_cast<int>(ExitCode::timeout));
     }
@@ -143,7 +167,7 @@ void Journal::watchdog() {
 
 void Journal::begin_scenario(const std::string& scenario, int world) {
   scenario_ = scenario;
-  std::strncpy(g_scenario, scenario.c_str(), sizeof(g_scenario) - 1);
+  g_scenario.set(scenario);
   line("O\t" + scenario + "\t" + std::to_string(world));
 }
 
@@ -241,29 +265,61 @@ const std::map<std::string, std::size_t>& record_fields() {
   return m;
 }
 
-}  // namespace
+// Applies one record of a started scenario (B, E, S, H, L, C, D) to its rank's state; false on a malformed
+// number.
+bool apply_record(RankScenario& rs, const std::vector<std::string>& f) {
+  const std::string& kind = f[0];
+  bool ok = true;
+  if (kind == "B") {
+    ok = parse_num(f[3], rs.open_peer);
+    rs.open_step = f[2];
+    ++rs.begun;
+  } else if (kind == "E") {
+    int peer = 0;
+    double us = 0;
+    ok = parse_num(f[3], peer) && parse_double(f[5], us);
+    Json st = {{"step", f[2]}, {"status", f[4]}, {"us", us}};
+    if (peer >= 0) st["peer"] = peer;
+    rs.steps.push_back(st);
+    rs.open_step.clear();
+    if (f[4] != "ok" && rs.first_error.empty()) {
+      rs.first_error = f[4];
+      rs.first_error_step = f[2];
+    }
+  } else if (kind == "S") {
+    rs.signal = f[2];
+  } else if (kind == "H") {
+    rs.hang = rs.open_step.empty() ? "?" : rs.open_step;
+  } else if (kind == "L") {
+    std::int64_t v[4] = {};
+    for (int i = 0; i < 4 && ok; ++i) ok = parse_num(f[static_cast<std::size_t>(2 + i)], v[i]);
+    rs.leaked = {{"fds", v[0]}, {"handles", v[1]}, {"mappings", v[2]}, {"device_bytes", v[3]}};
+    rs.leak = v[0] > 0 || v[1] > 0 || v[2] > 0 || v[3] > 0;
+  } else if (kind == "C") {
+    int cyc = 0;
+    std::int64_t v[3] = {};
+    std::uint64_t free_bytes = 0;
+    ok = parse_num(f[2], cyc) && parse_num(f[3], v[0]) && parse_num(f[4], v[1]) && parse_num(f[5], v[2]) &&
+         parse_num(f[6], free_bytes);
+    rs.cycles.push_back(
+        {{"cycle", cyc}, {"fds", v[0]}, {"handles", v[1]}, {"mappings", v[2]}, {"free_bytes", free_bytes}});
+  } else if (kind == "D") {
+    rs.done = true;
+  }
+  return ok;
+}
 
-Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UsageError("--summarize: '" + dir + "' is not a folder");
-  // scenario -> rank -> state; scenario order as first seen; world per scenario.
+// Every rank's journals of a folder: scenario -> rank -> state; scenario order as first seen; world per
+// scenario; damage before any scenario (rank, what).
+struct JournalSet {
+  std::string dir;
   std::map<std::string, std::map<int, RankScenario>> all;
   std::vector<std::string> order;
   std::map<std::string, int> world;
-  std::vector<std::pair<int, std::string>> unattached;  // damage before any scenario: rank, what
-  int journals = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".journal") continue;
-    int rank = 0;
-    if (!parse_num(name.substr(5, name.size() - 5 - 8), rank) || rank < 0) continue;
-    ++journals;
-    std::ifstream in(entry.path(), std::ios::binary);
-    if (!in) throw ApiError("open(" + entry.path().string() + ")", __FILE__, __LINE__, errno_name(errno));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+  std::vector<std::pair<int, std::string>> unattached;
+
+  // Reads one rank's journal text; returns the number of lines read. Stops at the first damaged line.
+  int read(const std::string& name, int rank, const std::string& text) {
     std::string current;  // the scenario this rank's journal is in
     std::size_t pos = 0;
     int lineno = 0;
@@ -282,9 +338,8 @@ Json summarize_journals(const std::string& dir, const std::map<int, std::string>
         damage("truncated line (no end of line)");
         break;
       }
-      const std::string l = text.substr(pos, nl - pos);
+      const auto f = split_tabs(text.substr(pos, nl - pos));
       pos = nl + 1;
-      auto f = split_tabs(l);
       const auto kind_it = record_fields().find(f[0]);
       if (kind_it == record_fields().end()) {
         damage("unknown record");
@@ -295,9 +350,8 @@ Json summarize_journals(const std::string& dir, const std::map<int, std::string>
                std::to_string(kind_it->second));
         break;
       }
-      const std::string& kind = f[0];
       const std::string& sc = f[1];
-      if (kind == "O") {
+      if (f[0] == "O") {
         int w = 0;
         if (!parse_num(f[2], w) || w < 1) {
           damage("malformed world '" + f[2] + "'");
@@ -314,134 +368,125 @@ Json summarize_journals(const std::string& dir, const std::map<int, std::string>
         break;
       }
       current = sc;
-      auto& rs = all[sc][rank];
-      bool ok = true;
-      if (kind == "B") {
-        ok = parse_num(f[3], rs.open_peer);
-        rs.open_step = f[2];
-        ++rs.begun;
-      } else if (kind == "E") {
-        int peer = 0;
-        double us = 0;
-        ok = parse_num(f[3], peer) && parse_double(f[5], us);
-        Json st = {{"step", f[2]}, {"status", f[4]}, {"us", us}};
-        if (peer >= 0) st["peer"] = peer;
-        rs.steps.push_back(st);
-        rs.open_step.clear();
-        if (f[4] != "ok" && rs.first_error.empty()) {
-          rs.first_error = f[4];
-          rs.first_error_step = f[2];
-        }
-      } else if (kind == "S") {
-        rs.signal = f[2];
-      } else if (kind == "H") {
-        rs.hang = rs.open_step.empty() ? "?" : rs.open_step;
-      } else if (kind == "L") {
-        std::int64_t v[4] = {};
-        for (int i = 0; i < 4 && ok; ++i) ok = parse_num(f[static_cast<std::size_t>(2 + i)], v[i]);
-        rs.leaked = {{"fds", v[0]}, {"handles", v[1]}, {"mappings", v[2]}, {"device_bytes", v[3]}};
-        rs.leak = v[0] > 0 || v[1] > 0 || v[2] > 0 || v[3] > 0;
-      } else if (kind == "C") {
-        int cyc = 0;
-        std::int64_t v[3] = {};
-        std::uint64_t free_bytes = 0;
-        ok = parse_num(f[2], cyc) && parse_num(f[3], v[0]) && parse_num(f[4], v[1]) &&
-             parse_num(f[5], v[2]) && parse_num(f[6], free_bytes);
-        rs.cycles.push_back({{"cycle", cyc},
-                             {"fds", v[0]},
-                             {"handles", v[1]},
-                             {"mappings", v[2]},
-                             {"free_bytes", free_bytes}});
-      } else if (kind == "D") {
-        rs.done = true;
-      }
-      if (!ok) {
-        damage("malformed number in record '" + kind + "'");
+      if (!apply_record(all[sc][rank], f)) {
+        damage("malformed number in record '" + f[0] + "'");
         break;
       }
     }
-    if (lineno == 0) unattached.emplace_back(rank, name + ": empty journal");
+    return lineno;
+  }
+};
+
+// A rank's outcome in a scenario and why; a rank that ended without finishing is added to `unfinished`.
+std::pair<std::string, std::string> rank_outcome(int rank, const RankScenario& rs,
+                                                 const std::map<int, std::string>& write_errors,
+                                                 std::vector<std::pair<int, int>>& unfinished) {
+  const std::string r = std::to_string(rank);
+  const auto werr = write_errors.find(rank);
+  if (werr != write_errors.end() && !rs.done)
+    return {"journal_error",
+            "rank " + r + "'s journal could not be written (" + werr->second + "): its outcome is unknown"};
+  if (!rs.damaged.empty()) return {"damaged", "journal damaged: " + rs.damaged};
+  if (!rs.signal.empty())
+    return {"crash", rs.signal + " on rank " + r + " in step " + (rs.open_step.empty() ? "?" : rs.open_step)};
+  if (!rs.hang.empty()) return {"hang", "rank " + r + " hung in step " + rs.hang};
+  if (!rs.done) {
+    unfinished.emplace_back(rs.begun, rank);
+    return {"crash",
+            "rank " + r + " ended without finishing" +
+                (rs.open_step.empty() ? std::string(" (killed with the job?)") : " in step " + rs.open_step)};
+  }
+  if (!rs.first_error.empty())
+    return {"api_error", rs.first_error_step + " -> " + rs.first_error + " on rank " + r};
+  if (rs.leak) return {"leak", "rank " + r + " did not return " + rs.leaked.dump()};
+  return {"ok", ""};
+}
+
+// Ranks that ended without a signal of their own: every one is named, the one whose journal stops first
+// (fewest steps begun) leading, since the others were most likely waiting for it when the job ended.
+std::string unfinished_detail(std::vector<std::pair<int, int>> unfinished,
+                              std::map<int, RankScenario>& ranks) {
+  std::sort(unfinished.begin(), unfinished.end());
+  const bool first_alone = unfinished.size() == 1 || unfinished[0].first < unfinished[1].first;
+  std::string detail = "ended without finishing:";
+  for (std::size_t i = 0; i < unfinished.size(); ++i) {
+    const auto& rs = ranks[unfinished[i].second];
+    detail += std::string(i ? "," : "") + " rank " + std::to_string(unfinished[i].second) +
+              (rs.open_step.empty() ? " (between steps)" : " in step " + rs.open_step) +
+              (i == 0 && first_alone && unfinished.size() > 1 ? " (its journal stops first)" : "");
+  }
+  return detail;
+}
+
+Json scenario_json(const std::string& sc, int world, std::map<int, RankScenario>& ranks_state,
+                   const std::map<int, std::string>& write_errors) {
+  // A rank whose journal could not be written may have no record of this scenario at all.
+  for (const auto& [rank, err] : write_errors)
+    if (!ranks_state.count(rank)) ranks_state[rank] = RankScenario{};
+  Json ranks = Json::array();
+  std::string outcome = "ok", detail;
+  int worst = 0;
+  std::vector<std::pair<int, int>> unfinished;  // (steps begun, rank) of ranks that ended without finishing
+  for (auto& [rank, rs] : ranks_state) {
+    const auto [o, d] = rank_outcome(rank, rs, write_errors, unfinished);
+    Json r = {{"rank", rank}, {"outcome", o}, {"steps", rs.steps}, {"leaked", rs.leaked}};
+    if (!d.empty()) r["detail"] = d;
+    if (!rs.cycles.empty()) r["cycles"] = rs.cycles;
+    ranks.push_back(r);
+    if (severity(o, !rs.signal.empty()) > worst) {
+      worst = severity(o, !rs.signal.empty());
+      outcome = o;
+      detail = d;
+    }
+  }
+  if (worst == severity("crash", false) && !unfinished.empty())
+    detail = unfinished_detail(unfinished, ranks_state);
+  Json s = {{"name", sc}, {"world", world}, {"outcome", outcome}};
+  if (!detail.empty()) s["detail"] = detail;
+  s["ranks"] = ranks;
+  return s;
+}
+
+Json damaged_journal_json(int rank, const std::string& what) {
+  Json r = {{"rank", rank},
+            {"outcome", "damaged"},
+            {"steps", Json::array()},
+            {"leaked", {{"fds", 0}, {"handles", 0}, {"mappings", 0}, {"device_bytes", 0}}},
+            {"detail", what}};
+  return {{"name", "(damaged journal)"},
+          {"world", 0},
+          {"outcome", "damaged"},
+          {"detail", "journal damaged: " + what},
+          {"ranks", Json::array({r})}};
+}
+
+}  // namespace
+
+Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError("--summarize: '" + dir + "' is not a folder");
+  JournalSet set;
+  set.dir = dir;
+  int journals = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".journal") continue;
+    int rank = 0;
+    if (!parse_num(name.substr(5, name.size() - 5 - 8), rank) || rank < 0) continue;
+    ++journals;
+    std::ifstream in(entry.path(), std::ios::binary);
+    if (!in) throw ApiError("open(" + entry.path().string() + ")", __FILE__, __LINE__, errno_name(errno));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (set.read(name, rank, ss.str()) == 0) set.unattached.emplace_back(rank, name + ": empty journal");
   }
   if (journals == 0) throw UsageError("--summarize: no rank-*.journal files in '" + dir + "'");
 
   Json scenarios = Json::array();
-  for (const auto& [rank, what] : unattached) {
-    Json r = {{"rank", rank},
-              {"outcome", "damaged"},
-              {"steps", Json::array()},
-              {"leaked", {{"fds", 0}, {"handles", 0}, {"mappings", 0}, {"device_bytes", 0}}},
-              {"detail", what}};
-    scenarios.push_back({{"name", "(damaged journal)"},
-                         {"world", 0},
-                         {"outcome", "damaged"},
-                         {"detail", "journal damaged: " + what},
-                         {"ranks", Json::array({r})}});
-  }
-  for (const auto& sc : order) {
-    // A rank whose journal could not be written may have no record of this scenario at all.
-    for (const auto& [rank, err] : write_errors)
-      if (!all[sc].count(rank)) all[sc][rank] = RankScenario{};
-    Json ranks = Json::array();
-    std::string outcome = "ok", detail;
-    int worst = 0;
-    std::vector<std::pair<int, int>> unfinished;  // (steps begun, rank) of ranks that ended without finishing
-    for (auto& [rank, rs] : all[sc]) {
-      std::string o = "ok", d;
-      const auto werr = write_errors.find(rank);
-      if (werr != write_errors.end() && !rs.done) {
-        o = "journal_error";
-        d = "rank " + std::to_string(rank) + "'s journal could not be written (" + werr->second +
-            "): its outcome is unknown";
-      } else if (!rs.damaged.empty()) {
-        o = "damaged";
-        d = "journal damaged: " + rs.damaged;
-      } else if (!rs.signal.empty()) {
-        o = "crash";
-        d = rs.signal + " on rank " + std::to_string(rank) + " in step " +
-            (rs.open_step.empty() ? "?" : rs.open_step);
-      } else if (!rs.hang.empty()) {
-        o = "hang";
-        d = "rank " + std::to_string(rank) + " hung in step " + rs.hang;
-      } else if (!rs.done) {
-        o = "crash";
-        d = "rank " + std::to_string(rank) + " ended without finishing" +
-            (rs.open_step.empty() ? std::string(" (killed with the job?)") : " in step " + rs.open_step);
-        unfinished.emplace_back(rs.begun, rank);
-      } else if (!rs.first_error.empty()) {
-        o = "api_error";
-        d = rs.first_error_step + " -> " + rs.first_error + " on rank " + std::to_string(rank);
-      } else if (rs.leak) {
-        o = "leak";
-        d = "rank " + std::to_string(rank) + " did not return " + rs.leaked.dump();
-      }
-      Json r = {{"rank", rank}, {"outcome", o}, {"steps", rs.steps}, {"leaked", rs.leaked}};
-      if (!d.empty()) r["detail"] = d;
-      if (!rs.cycles.empty()) r["cycles"] = rs.cycles;
-      ranks.push_back(r);
-      if (severity(o, !rs.signal.empty()) > worst) {
-        worst = severity(o, !rs.signal.empty());
-        outcome = o;
-        detail = d;
-      }
-    }
-    // Ranks that ended without a signal of their own: every one is named, the one whose journal stops first
-    // (fewest steps begun) leading, since the others were most likely waiting for it when the job ended.
-    if (worst == severity("crash", false) && !unfinished.empty()) {
-      std::sort(unfinished.begin(), unfinished.end());
-      const bool first_alone = unfinished.size() == 1 || unfinished[0].first < unfinished[1].first;
-      detail = "ended without finishing:";
-      for (std::size_t i = 0; i < unfinished.size(); ++i) {
-        const auto& rs = all[sc][unfinished[i].second];
-        detail += std::string(i ? "," : "") + " rank " + std::to_string(unfinished[i].second) +
-                  (rs.open_step.empty() ? " (between steps)" : " in step " + rs.open_step) +
-                  (i == 0 && first_alone && unfinished.size() > 1 ? " (its journal stops first)" : "");
-      }
-    }
-    Json s = {{"name", sc}, {"world", world[sc]}, {"outcome", outcome}};
-    if (!detail.empty()) s["detail"] = detail;
-    s["ranks"] = ranks;
-    scenarios.push_back(s);
-  }
+  for (const auto& [rank, what] : set.unattached) scenarios.push_back(damaged_journal_json(rank, what));
+  for (const auto& sc : set.order)
+    scenarios.push_back(scenario_json(sc, set.world[sc], set.all[sc], write_errors));
   return scenarios;
 }
 

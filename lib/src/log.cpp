@@ -5,15 +5,12 @@
 
 #include <cstdlib>
 
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 
 namespace mori::symm::log {
 namespace {
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
+using detail::host_name;
 void apply_pattern(const std::string& rank) {
   spdlog::set_pattern("[%H:%M:%S.%e] [" + host_name() + " " + rank + " pid " + std::to_string(getpid()) +
                       "] [%l] %v");

@@ -12,7 +12,9 @@
 #include <memory>
 #include <random>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/poll.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
@@ -103,13 +105,10 @@ double copy_engine_write(Ctx& c, int peer) {
 // Bounded wait until *flag reaches round v (wrapping compare); false on timeout.
 bool host_wait(std::uint32_t* flag, std::uint32_t v, Clock::time_point deadline) {
   std::atomic_ref<std::uint32_t> a(*flag);
-  for (unsigned spins = 0; static_cast<std::int32_t>(a.load(std::memory_order_acquire) - v) < 0; ++spins) {
-    if ((spins & 63) == 63) {
-      sched_yield();  // oversubscribed hosts: let the peer run
-      if (Clock::now() > deadline) return false;
-    }
-  }
-  return true;
+  // Oversubscribed hosts: yield after a short spin to let the peer run.
+  return detail::poll_until(
+      [&] { return static_cast<std::int32_t>(a.load(std::memory_order_acquire) - v) >= 0; }, deadline,
+      detail::Backoff::spin_then_yield(64));
 }
 
 // The ping-pong on the host runtime: round-trip times in ns (initiator), or the 1-based round that timed out.

@@ -10,7 +10,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <tuple>
 
+#include "mori/symm/detail/owned.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 
@@ -149,9 +151,11 @@ DeviceProbe probe_device(Runtime& rt, int device) {
 
 const DeviceProbe& probe_device_cached(Runtime& rt, int device) {
   static std::mutex mu;
-  static std::map<std::pair<const Runtime*, int>, DeviceProbe> cache;
+  // Keyed on what the probe is about (the platform, the device index and its PCI address), not on the
+  // runtime object's address, which a later runtime may reuse.
+  static std::map<std::tuple<Platform, int, std::string>, DeviceProbe> cache;
+  auto key = std::make_tuple(rt.platform(), device, rt.device_info(device).pci_bus_id);
   std::lock_guard lk(mu);
-  auto key = std::make_pair(static_cast<const Runtime*>(&rt), device);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, probe_device(rt, device)).first;
   return it->second;
@@ -200,8 +204,10 @@ Json to_json(const DeviceProbe& p) {
 namespace {
 // Owner-local bandwidth on a VMM allocation: writes (memset) and reads (copy out to a plain buffer), GB/s.
 std::pair<double, double> local_bandwidth(Runtime& rt, void* va, void* scratch, std::size_t bytes) {
-  Stream s = rt.stream_create();
-  Event a = rt.event_create(), b = rt.event_create();
+  detail::OwnedStream stream(rt);
+  detail::OwnedEvent ea(rt), eb(rt);
+  Stream s = stream.get();
+  Event a = ea.get(), b = eb.get();
   auto time_ms = [&](const std::function<void()>& f) {
     f();  // warm-up
     rt.stream_sync(s);
@@ -218,9 +224,6 @@ std::pair<double, double> local_bandwidth(Runtime& rt, void* va, void* scratch, 
   };
   double w = time_ms([&] { rt.memset_async(va, 0x5a, bytes, s); });
   double r = time_ms([&] { rt.copy_async(scratch, va, bytes, s); });
-  rt.event_destroy(a);
-  rt.event_destroy(b);
-  rt.stream_destroy(s);
   return {bytes / (w * 1e6), bytes / (r * 1e6)};
 }
 }  // namespace
@@ -234,11 +237,10 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
     rt.set_device(owner);
     const std::size_t gran = rt.granularity(owner, HandleType::posix_fd, true);
     const std::size_t size = (bytes + gran - 1) / gran * gran;
-    PhysHandle h = rt.mem_create(owner, size, HandleType::posix_fd);
-    void* va = rt.reserve(size, gran);
-    rt.map(va, size, h);
-    rt.set_access(va, size, owner);
-    void* scratch = rt.device_alloc(size);
+    detail::OwnedMapping mapping(rt, owner, size, gran, HandleType::posix_fd);
+    void* va = mapping.va();
+    detail::OwnedBuffer scratch_buffer(rt, size);
+    void* scratch = scratch_buffer.p;
     auto before = local_bandwidth(rt, va, scratch, size);
     for (int peer = 0; peer < n; ++peer) {
       Json pr = {{"owner", owner}, {"accessor", peer}};
@@ -247,10 +249,9 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
         if (peer != owner) rt.set_access(va, size, peer);
         rt.set_device(peer);
         // The accessor writes a pattern through the mapping; the owner reads it back.
-        Stream s = rt.stream_create();
-        rt.memset_async(va, static_cast<std::uint8_t>(0x40 + peer), 4096, s);
-        rt.stream_sync(s);
-        rt.stream_destroy(s);
+        detail::OwnedStream s(rt);
+        rt.memset_async(va, static_cast<std::uint8_t>(0x40 + peer), 4096, s.get());
+        rt.stream_sync(s.get());
         rt.set_device(owner);
         std::vector<std::uint8_t> back(4096);
         rt.copy_to_host(back.data(), va, back.size());
@@ -279,10 +280,6 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
                          {"write_gbps_before", before.first},
                          {"read_gbps_before", before.second},
                          {"note", "one device: no peer to grant access to"}});
-    rt.device_free(scratch);
-    rt.unmap(va, size);
-    rt.free_reservation(va, size);
-    rt.release(h);
   }
   rt.set_device(prev);
   return {{"bytes", bytes}, {"pairs", pairs}, {"access_grant_penalty", penalty}};

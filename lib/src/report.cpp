@@ -11,22 +11,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
-#include "mori/symm/version.hpp"
-
-extern char** environ;
 
 namespace mori::symm {
-namespace {
-struct RankInfo {
-  char host[64];
-  char device_name[96];
-  char arch[32];
-  std::int32_t pid;
-  std::int32_t device;
-};
-}  // namespace
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -42,63 +29,6 @@ bool mps_active() {
   std::string control = std::string(dir && *dir ? dir : "/tmp/nvidia-mps") + "/control";
   struct stat st {};
   return stat(control.c_str(), &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));
-}
-
-Json make_meta(ToolEnv& env, const std::string& handle_type) {
-  RankInfo mine{};
-  if (gethostname(mine.host, sizeof(mine.host) - 1) != 0) std::strcpy(mine.host, "unknown");
-  mine.pid = static_cast<std::int32_t>(getpid());
-  mine.device = env.device;
-  std::string driver = "none", runtime = "none", backend = "none";
-  if (env.rt) {
-    auto info = env.rt->device_info(env.device);
-    std::strncpy(mine.device_name, info.name.c_str(), sizeof(mine.device_name) - 1);
-    std::strncpy(mine.arch, info.arch.c_str(), sizeof(mine.arch) - 1);
-    driver = env.rt->driver_version();
-    runtime = env.rt->runtime_version();
-    backend = env.rt->platform() == Platform::host ? "host" : "gpu";
-  }
-  std::vector<RankInfo> all(1, mine);
-  if (env.boot) all = env.boot->allgather_value("report.meta", mine);
-
-  Json m;
-  m["tool"] = env.tool;
-  m["version"] = version();
-  m["git_revision"] = git_revision();
-  m["argv"] = env.argv;
-  m["time"] = utc_now();
-  m["world"] = static_cast<int>(all.size());
-  Json ranks = Json::array();
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    ranks.push_back({{"rank", r},
-                     {"host", all[r].host},
-                     {"pid", all[r].pid},
-                     {"device", all[r].device},
-                     {"device_name", all[r].device_name},
-                     {"arch", all[r].arch},
-                     {"node", env.boot ? env.boot->node_of(static_cast<int>(r)) : 0}});
-  }
-  m["ranks"] = ranks;
-  m["backend"] = backend;
-  m["platform"] = env.rt ? to_string(env.rt->platform()) : "none";
-  if (!env.gpu_unavailable.empty()) m["gpu_unavailable"] = env.gpu_unavailable;
-  m["handle_type"] = handle_type;
-  m["driver_version"] = driver;
-  m["runtime_version"] = runtime;
-  m["mps_active"] = mps_active();
-  Json menv = Json::object();
-  for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "MORI_", 5) == 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
-        std::strncmp(*e, "HIP_VISIBLE_DEVICES=", 20) == 0) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      menv[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  m["env"] = menv;
-  m["environment"] =
-      environment_json(env.rt.get(), gather_rank_facts(env.boot.get(), env.rt.get(), env.device));
-  return m;
 }
 
 std::string resolve_output_path(const std::string& path) {

@@ -1,4 +1,5 @@
 #include "mori/symm/request.hpp"
+#include "mori/symm/detail/text.hpp"
 
 #include <unistd.h>
 
@@ -11,16 +12,10 @@ namespace {
 constexpr char kMagic[8] = {'M', 'O', 'R', 'I', 'R', 'E', 'Q', '1'};
 constexpr std::uint32_t kVersion = 1;
 
-std::uint64_t host_hash() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return std::hash<std::string>{}(buf);
-}
+using detail::join_ranks;
 
-std::string ranks_str(const std::vector<int>& r) {
-  std::string s;
-  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? "," : "") + std::to_string(r[i]);
-  return s;
+std::uint64_t host_hash() {
+  return std::hash<std::string>{}(detail::host_name());
 }
 
 // Groups ranks by a field's value; when there is more than one group, names each group and its value.
@@ -32,7 +27,7 @@ void check_field(const std::vector<RendezvousRequest>& all, const char* field, G
   if (groups.size() <= 1) return;
   std::string s = std::string(field) + " differs between ranks:";
   for (auto& [value, ranks] : groups)
-    s += " ranks " + ranks_str(ranks) + " have " + std::to_string(value) + ";";
+    s += " ranks " + join_ranks(ranks) + " have " + std::to_string(value) + ";";
   s.pop_back();
   problems.push_back(s);
 }
@@ -67,9 +62,9 @@ std::vector<std::string> validate_requests(const std::vector<RendezvousRequest>&
       bad_rank.push_back(static_cast<int>(r));
   }
   if (!bad_magic.empty())
-    problems.push_back("ranks " + ranks_str(bad_magic) + " sent a request of another format or version");
+    problems.push_back("ranks " + join_ranks(bad_magic) + " sent a request of another format or version");
   if (!bad_rank.empty())
-    problems.push_back("ranks " + ranks_str(bad_rank) + " sent a request claiming another rank");
+    problems.push_back("ranks " + join_ranks(bad_rank) + " sent a request claiming another rank");
   if (!problems.empty()) return problems;
   check_field(
       all, "buffer size", [](const RendezvousRequest& q) { return q.buffer_bytes; }, problems);

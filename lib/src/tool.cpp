@@ -10,6 +10,7 @@
 #include <map>
 
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/log.hpp"
@@ -74,22 +75,20 @@ void validate_common(CommonOptions& o) {
     const char* env = std::getenv("MORI_NODE_ID");
     if (env) o.node_id = env;
   }
-  if (o.node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
+  check_node_id(o.node_id);
   detail::validate_fault_spec();
 }
 
 // Every rank must run with the same options: checked collectively, so that every rank fails alike.
 void check_same_options(Bootstrap& boot, const std::vector<std::string>& argv) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 1; i < argv.size(); ++i)
-    for (char c : argv[i] + '\0') h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  std::uint64_t h = detail::kFnvOffset;
+  for (std::size_t i = 1; i < argv.size(); ++i) h = detail::fnv1a(h, argv[i].c_str(), argv[i].size() + 1);
   auto all = boot.allgather_value("tool.options", h);
-  std::map<std::uint64_t, std::string> groups;
-  for (std::size_t r = 0; r < all.size(); ++r)
-    groups[all[r]] += (groups[all[r]].empty() ? "" : ",") + std::to_string(r);
+  std::map<std::uint64_t, std::vector<int>> groups;
+  for (std::size_t r = 0; r < all.size(); ++r) groups[all[r]].push_back(static_cast<int>(r));
   if (groups.size() <= 1) return;
   std::string s = "command-line options differ between ranks:";
-  for (const auto& [hash, ranks] : groups) s += " {ranks " + ranks + "}";
+  for (const auto& [hash, ranks] : groups) s += " {ranks " + detail::join_ranks(ranks) + "}";
   throw UsageError(s + "; every rank must run with the same options");
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
@@ -42,6 +43,32 @@ Window::~Window() {
 void Window::rendezvous(Bootstrap& boot) {
   if (span_) throw UsageError("window: rendezvous called twice");
   boot_ = &boot;
+  const auto all = exchange_requests(boot);
+  const auto& team = boot.team();
+  team_rank_ = boot.team_rank();
+  slots_.assign(team.size(), Slot{});
+  for (std::size_t i = 0; i < team.size(); ++i) slots_[i].global_rank = team[i];
+
+  try {
+    // Own slot: a second handle to the local allocation.
+    slots_[static_cast<std::size_t>(team_rank_)].handle = rt_.retain(local_va_);
+    slots_[static_cast<std::size_t>(team_rank_)].have_handle = true;
+    if (opts_.handle_type == HandleType::fabric)
+      import_fabric_handles(boot, all);
+    else
+      exchange_fds(boot);
+    map_span(boot);
+    detail::fault_point("rendezvous.mapped", boot.rank());
+    // Exporters keep their handles until every peer has imported.
+    boot.barrier("rendezvous.done");
+  } catch (...) {
+    log_kept_diagnoses(boot);  // the cheap checks' likely causes, where the tool ran them
+    teardown_noexcept();
+    throw;
+  }
+}
+
+std::vector<RendezvousRequest> Window::exchange_requests(Bootstrap& boot) {
   const int me = boot.rank();
   // The flat span is stride x team; checked against the world (>= the team) so that every rank fails alike,
   // before any traffic, instead of a wrapped product reserving a span too small for the team.
@@ -63,88 +90,77 @@ void Window::rendezvous(Bootstrap& boot) {
     for (auto& p : problems) s += " " + p + ".";
     throw UsageError(s);
   }
+  return all;
+}
 
+void Window::import_fabric_handles(Bootstrap& boot, const std::vector<RendezvousRequest>& all) {
   const auto& team = boot.team();
-  team_rank_ = boot.team_rank();
-  slots_.assign(team.size(), Slot{});
-  for (std::size_t i = 0; i < team.size(); ++i) slots_[i].global_rank = team[i];
+  for (std::size_t i = 0; i < team.size(); ++i) {
+    if (static_cast<int>(i) == team_rank_) continue;
+    detail::fault_point("rendezvous.import", boot.rank());
+    slots_[i].handle = rt_.import_fabric(all[static_cast<std::size_t>(team[i])].blob);
+    slots_[i].have_handle = true;
+  }
+}
 
+void Window::exchange_fds(Bootstrap& boot) {
+  const int me = boot.rank();
+  Nonce nonce{};
+  if (me == 0) nonce = FdChannel::make_nonce();
+  boot.broadcast("rendezvous.nonce", nonce.data(), nonce.size(), 0);
+  detail::fault_point("rendezvous.nobind.hang", me);  // test-only: a rank that never binds its socket
+  FdChannel ch(nonce, me, boot.pids(), boot.timeout_s());
+  detail::fault_point("rendezvous.bind", me);
+  if (detail::fault_armed("rendezvous.slow", me)) sleep(3);  // test-only: a window for hostile senders
+  // Every rank's socket is bound before anyone sends.
+  boot.barrier("rendezvous.bind");
+  std::vector<int> peers;
+  for (int r : boot.team())
+    if (r != me) peers.push_back(r);
+  for (int r : peers) {
+    if (detail::fault_armed("rendezvous.send-lost", me)) continue;
+    int fd = rt_.export_fd(local_handle_);
+    try {
+      ch.send(r, fd, 1);
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    close(fd);
+  }
+  detail::fault_point("rendezvous.exchange", me);
+  auto fds = ch.receive(peers, 1, "rendezvous.fd-exchange");
   try {
-    // Own slot: a second handle to the local allocation.
-    slots_[static_cast<std::size_t>(team_rank_)].handle = rt_.retain(local_va_);
-    slots_[static_cast<std::size_t>(team_rank_)].have_handle = true;
-
-    if (opts_.handle_type == HandleType::fabric) {
-      for (std::size_t i = 0; i < team.size(); ++i) {
-        if (static_cast<int>(i) == team_rank_) continue;
-        detail::fault_point("rendezvous.import", me);
-        slots_[i].handle = rt_.import_fabric(all[static_cast<std::size_t>(team[i])].blob);
-        slots_[i].have_handle = true;
-      }
-    } else {
-      Nonce nonce{};
-      if (me == 0) nonce = FdChannel::make_nonce();
-      boot.broadcast("rendezvous.nonce", nonce.data(), nonce.size(), 0);
-      detail::fault_point("rendezvous.nobind.hang", me);  // test-only: a rank that never binds its socket
-      FdChannel ch(nonce, me, boot.pids(), boot.timeout_s());
-      detail::fault_point("rendezvous.bind", me);
-      if (detail::fault_armed("rendezvous.slow", me)) sleep(3);  // test-only: a window for hostile senders
-      // Every rank's socket is bound before anyone sends.
-      boot.barrier("rendezvous.bind");
-      std::vector<int> peers;
-      for (int r : team)
-        if (r != me) peers.push_back(r);
-      for (int r : peers) {
-        if (detail::fault_armed("rendezvous.send-lost", me)) continue;
-        int fd = rt_.export_fd(local_handle_);
-        try {
-          ch.send(r, fd, 1);
-        } catch (...) {
-          close(fd);
-          throw;
-        }
-        close(fd);
-      }
-      detail::fault_point("rendezvous.exchange", me);
-      auto fds = ch.receive(peers, 1, "rendezvous.fd-exchange");
-      std::size_t k = 0;
-      try {
-        for (; k < peers.size(); ++k) {
-          const auto slot = static_cast<std::size_t>(boot.team_rank_of(peers[k]));
-          slots_[slot].handle = rt_.import_fd(fds[k]);
-          slots_[slot].have_handle = true;
-          close(fds[k]);
-          fds[k] = -1;
-        }
-      } catch (...) {
-        for (int f : fds)
-          if (f >= 0) close(f);
-        throw;
-      }
+    for (std::size_t k = 0; k < peers.size(); ++k) {
+      const auto slot = static_cast<std::size_t>(boot.team_rank_of(peers[k]));
+      slots_[slot].handle = rt_.import_fd(fds[k]);
+      slots_[slot].have_handle = true;
+      close(fds[k]);
+      fds[k] = -1;
     }
-
-    span_bytes_ = layout_.stride * team.size();
-    span_ = rt_.reserve(span_bytes_, layout_.granularity);
-    auto* base = static_cast<std::uint8_t*>(span_);
-    for (std::size_t i = 0; i < team.size(); ++i) {
-      void* slot = base + i * layout_.stride;
-      rt_.map(slot, layout_.alloc_bytes, slots_[i].handle);
-      slots_[i].mapped = true;
-      rt_.set_access(slot, layout_.alloc_bytes, opts_.device);
-    }
-    peers_.assign(static_cast<std::size_t>(boot.world()), nullptr);
-    for (std::size_t i = 0; i < team.size(); ++i)
-      peers_[static_cast<std::size_t>(team[i])] = base + i * layout_.stride;
-    peers_dev_ = static_cast<void**>(rt_.device_alloc(peers_.size() * sizeof(void*)));
-    rt_.copy_to_device(peers_dev_, peers_.data(), peers_.size() * sizeof(void*));
-    detail::fault_point("rendezvous.mapped", me);
-    // Exporters keep their handles until every peer has imported.
-    boot.barrier("rendezvous.done");
   } catch (...) {
-    log_kept_diagnoses(boot);  // the cheap checks' likely causes, where the tool ran them
-    teardown_noexcept();
+    for (int f : fds)
+      if (f >= 0) close(f);
     throw;
   }
+}
+
+void Window::map_span(Bootstrap& boot) {
+  const auto& team = boot.team();
+  span_bytes_ = layout_.stride * team.size();
+  span_ = rt_.reserve(span_bytes_, layout_.granularity);
+  auto* base = static_cast<std::uint8_t*>(span_);
+  for (std::size_t i = 0; i < team.size(); ++i) {
+    void* slot = base + i * layout_.stride;
+    rt_.map(slot, layout_.alloc_bytes, slots_[i].handle);
+    slots_[i].mapped = true;
+    rt_.set_access(slot, layout_.alloc_bytes, opts_.device);
+  }
+  peers_.assign(static_cast<std::size_t>(boot.world()), nullptr);
+  for (std::size_t i = 0; i < team.size(); ++i)
+    peers_[static_cast<std::size_t>(team[i])] = base + i * layout_.stride;
+  peers_dev_ = static_cast<void**>(rt_.device_alloc(peers_.size() * sizeof(void*)));
+  rt_.copy_to_device(peers_dev_, peers_.data(), peers_.size() * sizeof(void*));
 }
 
 LsaDescriptor Window::lsa() const noexcept {

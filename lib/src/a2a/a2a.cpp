@@ -10,6 +10,7 @@
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
@@ -47,9 +48,8 @@ detail::Placement find_placement(Bootstrap& boot, int device, bool host_runtime,
     std::int32_t device;
     std::int32_t mps;
   };
-  char hn[256] = {};
-  if (gethostname(hn, sizeof(hn) - 1) != 0) std::snprintf(hn, sizeof(hn), "unknown");
-  auto all = boot.allgather_value("a2a.placement", Where{std::hash<std::string>{}(hn), device, mps_active()});
+  auto all = boot.allgather_value("a2a.placement",
+                                  Where{std::hash<std::string>{}(detail::host_name()), device, mps_active()});
   detail::Placement pl;
   pl.world = boot.world();
   pl.host_runtime = host_runtime;

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/detail/owned.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/window.hpp"
@@ -15,41 +17,9 @@ namespace {
 constexpr int kThreads = 512;
 constexpr unsigned kAuxThreads = 256;
 
-// Owners of runtime handles: destroyed in the destructor, never throwing.
-struct OwnedStream {
-  Runtime* rt = nullptr;
-  Stream s = nullptr;
-  explicit OwnedStream(Runtime& r) : rt(&r), s(r.stream_create()) {}
-  OwnedStream(OwnedStream&& o) noexcept : rt(o.rt), s(o.s) { o.s = nullptr; }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  OwnedStream& operator=(OwnedStream&&) = delete;
-  ~OwnedStream() {
-    if (s) rt->stream_destroy(s);
-  }
-};
-struct OwnedEvent {
-  Runtime* rt = nullptr;
-  Event e = nullptr;
-  explicit OwnedEvent(Runtime& r) : rt(&r), e(r.event_create()) {}
-  OwnedEvent(OwnedEvent&& o) noexcept : rt(o.rt), e(o.e) { o.e = nullptr; }
-  OwnedEvent(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(const OwnedEvent&) = delete;
-  OwnedEvent& operator=(OwnedEvent&&) = delete;
-  ~OwnedEvent() {
-    if (e) rt->event_destroy(e);
-  }
-};
-struct OwnedBuffer {
-  Runtime* rt = nullptr;
-  void* p = nullptr;
-  OwnedBuffer(Runtime& r, std::size_t bytes) : rt(&r), p(r.device_alloc(bytes)) {}
-  OwnedBuffer(const OwnedBuffer&) = delete;
-  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
-  ~OwnedBuffer() {
-    if (p) rt->device_free(p);
-  }
-};
+using detail::OwnedBuffer;
+using detail::OwnedEvent;
+using detail::OwnedStream;
 
 class GpuGraph final : public CapturedGraph {
  public:
@@ -76,11 +46,11 @@ class GpuEngine final : public A2aEngine {
         src_(c.rt, c.src_bytes),
         // Word 0..1: the wrong counter (u64); word 2: timed out; word 3 + q: rank q missing.
         status_(c.rt, 4 * (3 + static_cast<std::size_t>(c.world))) {
-    c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.s);
+    c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.get());
     sync();
   }
 
-  void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.s); }
+  void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.get()); }
 
   void fill(const A2aLayout& L) override {
     void* s = src_.p;
@@ -88,7 +58,7 @@ class GpuEngine final : public A2aEngine {
     A2aLayout l = L;
     const void* epoch = epoch_ptr();
     void* args[] = {&s, &w, &m, &l, &epoch};
-    c_.rt.launch(module_.function("a2a_fill"), {aux_blocks()}, {kAuxThreads}, 0, stream_.s, args);
+    c_.rt.launch(module_.function("a2a_fill"), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(), args);
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
@@ -107,13 +77,13 @@ class GpuEngine final : public A2aEngine {
     void* st = static_cast<std::uint32_t*>(status_.p) + 2;
     void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st};
     c_.rt.launch(module_.function(name), {static_cast<unsigned>(c_.world * sp.blocks_per_peer)}, {kThreads},
-                 0, stream_.s, args);
+                 0, stream_.get(), args);
   }
 
   void delay(double us) override {
     std::uint64_t ns = static_cast<std::uint64_t>(us * 1e3);
     void* args[] = {&ns};
-    c_.rt.launch(module_.function("a2a_delay"), {1}, {32}, 0, stream_.s, args);
+    c_.rt.launch(module_.function("a2a_delay"), {1}, {32}, 0, stream_.get(), args);
   }
 
   void verify(const A2aLayout& L) override {
@@ -123,72 +93,73 @@ class GpuEngine final : public A2aEngine {
     const void* epoch = epoch_ptr();
     void* out = status_.p;
     void* args[] = {&w, &wd, &m, &l, &epoch, &out};
-    c_.rt.launch(module_.function("a2a_verify"), {aux_blocks()}, {kAuxThreads}, 0, stream_.s, args);
+    c_.rt.launch(module_.function("a2a_verify"), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(), args);
   }
 
   void copy_peers(const A2aLayout& L) override {
     ensure_side_streams();
-    c_.rt.event_record(fork_->e, stream_.s);
+    c_.rt.event_record(fork_->get(), stream_.get());
     for (int k = 0; k < c_.world; ++k) {
       const int p = (c_.me + k) % c_.world;
       auto& side = side_[static_cast<std::size_t>(k)];
-      c_.rt.stream_wait_event(side.s, fork_->e);
+      c_.rt.stream_wait_event(side.get(), fork_->get());
       char* dst = static_cast<char*>(c_.win.peer_ptrs()[static_cast<std::size_t>(p)]) +
                   static_cast<std::size_t>(c_.me) * L.pitch;
       c_.rt.copy_async(dst, static_cast<const char*>(src_.p) + static_cast<std::size_t>(p) * L.pitch, L.chunk,
-                       side.s);
-      c_.rt.event_record(joins_[static_cast<std::size_t>(k)].e, side.s);
-      c_.rt.stream_wait_event(stream_.s, joins_[static_cast<std::size_t>(k)].e);
+                       side.get());
+      c_.rt.event_record(joins_[static_cast<std::size_t>(k)].get(), side.get());
+      c_.rt.stream_wait_event(stream_.get(), joins_[static_cast<std::size_t>(k)].get());
     }
   }
 
   void sync() override {
-    c_.rt.stream_sync(stream_.s);
+    c_.rt.stream_sync(stream_.get());
     std::vector<std::uint32_t> st(1 + static_cast<std::size_t>(c_.world));
     c_.rt.copy_to_host(st.data(), static_cast<std::uint32_t*>(status_.p) + 2, st.size() * 4);
     if (!st[0]) return;
-    std::string missing;
+    std::vector<int> missing;
     for (int q = 0; q < c_.world; ++q)
-      if (st[1 + static_cast<std::size_t>(q)]) missing += (missing.empty() ? "" : ",") + std::to_string(q);
+      if (st[1 + static_cast<std::size_t>(q)]) missing.push_back(q);
     throw TimeoutError("a2a device barrier: rank " + std::to_string(c_.me) + " waited more than " +
-                       std::to_string(c_.timeout_s) + " s; ranks not arrived: " + missing);
+                       std::to_string(c_.timeout_s) +
+                       " s; ranks not arrived: " + detail::join_ranks(missing));
   }
 
   std::uint64_t take_wrong() override {
     sync();
     std::uint64_t wrong = 0;
     c_.rt.copy_to_host(&wrong, status_.p, sizeof(wrong));
-    c_.rt.memset_async(status_.p, 0, sizeof(wrong), stream_.s);
-    c_.rt.stream_sync(stream_.s);
+    c_.rt.memset_async(status_.p, 0, sizeof(wrong), stream_.get());
+    c_.rt.stream_sync(stream_.get());
     return wrong;
   }
 
   std::vector<double> time_each(int n, const std::function<void()>& fn) override {
     while (events_.size() < static_cast<std::size_t>(n) + 1) events_.emplace_back(c_.rt);
     for (int i = 0; i < n; ++i) {
-      c_.rt.event_record(events_[static_cast<std::size_t>(i)].e, stream_.s);
+      c_.rt.event_record(events_[static_cast<std::size_t>(i)].get(), stream_.get());
       fn();
     }
-    c_.rt.event_record(events_[static_cast<std::size_t>(n)].e, stream_.s);
+    c_.rt.event_record(events_[static_cast<std::size_t>(n)].get(), stream_.get());
     sync();
     std::vector<double> us(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < us.size(); ++i)
-      us[i] = 1000.0 * c_.rt.event_elapsed_ms(events_[i].e, events_[i + 1].e);
+      us[i] = 1000.0 * c_.rt.event_elapsed_ms(events_[i].get(), events_[i + 1].get());
     return us;
   }
 
   std::unique_ptr<CapturedGraph> capture(const std::function<void()>& fn) override {
-    c_.rt.capture_begin(stream_.s);
+    c_.rt.capture_begin(stream_.get());
     try {
       fn();
     } catch (...) {
       try {
-        c_.rt.graph_destroy(c_.rt.capture_end(stream_.s));
+        c_.rt.graph_destroy(c_.rt.capture_end(stream_.get()));
       } catch (...) {
       }
       throw;
     }
-    return std::make_unique<GpuGraph>(c_.rt, c_.rt.capture_end(stream_.s), stream_.s);
+    return std::make_unique<GpuGraph>(c_.rt, c_.rt.capture_end(stream_.get()), stream_.get());
   }
 
   std::string copy_kind() const override { return "copy_engine"; }

@@ -28,6 +28,9 @@ class MpiSession {
   bool finalized_ = false;
 };
 
+// Throws UsageError if a node id (--node-id / MORI_NODE_ID) is longer than 31 characters.
+void check_node_id(const std::string& node_id);
+
 class Bootstrap {
  public:
   // timeout_s bounds every wait. node_id_override: "" = none; else ranks with different ids form different

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "mori/symm/json.hpp"
 #include "mori/symm/probe.hpp"
-#include "mori/symm/report.hpp"
 
 namespace mori::symm {
 

@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/doctor.hpp"
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
+
+class Bootstrap;
 
 // This process's facts (rt may be null: no runtime, then gpu = 0 and pci "none").
 RankFacts local_rank_facts(Runtime* rt, int device, int rank, int node);

@@ -1,4 +1,5 @@
-// FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets (DESIGN.md §4).
+// FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets
+// (lib/README.md, Windows).
 //
 // One socket per rank in the abstract namespace, named from a random per-job nonce that rank 0 broadcasts.
 // Each datagram carries one fd (SCM_RIGHTS) and {magic, nonce, sender rank, tag}. The receiver checks the
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -50,5 +52,13 @@ class FdChannel {
   std::uint64_t rejected_ = 0;
   std::map<std::pair<std::uint32_t, int>, int> pending_;  // (tag, sender) -> fd received early
 };
+
+namespace detail {
+// One datagram to the abstract socket `name` carrying `payload` and the descriptor `fd` (SCM_RIGHTS), through
+// the socket `sock`; returns sendmsg's result (-1 with errno set on failure). Tests use it to play a sender
+// from outside the job.
+long send_fd_datagram(int sock, const std::string& name, const void* payload, std::size_t len, int fd,
+                      int flags) noexcept;
+}  // namespace detail
 
 }  // namespace mori::symm

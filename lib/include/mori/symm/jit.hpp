@@ -1,5 +1,5 @@
-// Kernel JIT (DESIGN.md §5): kernels/*.hip compiled at first use for the exact device by NVRTC or hiprtc,
-// with a shared on-disk cache that several processes can fill at once.
+// Kernel JIT (lib/README.md, JIT cache): kernels/*.hip compiled at first use for the exact device by NVRTC or
+// hiprtc, with a shared on-disk cache that several processes can fill at once.
 //
 // Cache entry: <root>/<arch>_<platform>/<key>/{image.bin, names.txt, manifest}; key = hash of every source
 // byte (the prelude included), the compiler and its version, the options and the instantiations. Entries are
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {

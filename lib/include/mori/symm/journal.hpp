@@ -1,5 +1,5 @@
-// A per-rank step journal that survives a crash, and the report built from journals (DESIGN.md §6,
-// mori-teardown-repro).
+// A per-rank step journal that survives a crash, and the report built from journals (lib/README.md,
+// Reports and exit codes; README, mori-teardown-repro).
 //
 // Each step writes a "begin" line before it runs and an "end" line after, with write(2) on an O_APPEND fd, so
 // the last line of a journal says where the process died. A SIGSEGV/SIGBUS/SIGABRT handler appends the signal
@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 
 namespace mori::symm {
 
@@ -69,8 +69,5 @@ class Journal {
 // scenario is reported as a scenario named "(damaged journal)". write_errors (rank -> errno name, from the
 // job itself) makes every scenario such a rank did not finish "journal_error".
 Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors = {});
-
-// Open file descriptors of this process.
-int count_open_fds();
 
 }  // namespace mori::symm

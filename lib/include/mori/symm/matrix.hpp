@@ -7,11 +7,12 @@
 #include <cstddef>
 #include <vector>
 
-#include "mori/symm/bootstrap.hpp"
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
+
+class Bootstrap;
 
 struct MatrixOptions {
   std::size_t bytes = 64u << 20;  // per bandwidth transfer

@@ -1,4 +1,4 @@
-// Capability probe by doing (DESIGN.md §2, issue "probe"): for each handle type, record what the driver
+// Capability probe by doing (README, mori-probe): for each handle type, record what the driver
 // claims, then try every step a window needs, in one process, and choose the handle type from what worked.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/report.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {

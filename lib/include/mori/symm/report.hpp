@@ -1,16 +1,12 @@
-// JSON reports: the common `meta` block (DESIGN.md §6) and writing a document atomically.
+// JSON reports: the common `meta` block (lib/README.md, Reports and exit codes) and writing a document
+// atomically.
 #pragma once
 
 #include <string>
 
 #include "mori/symm/json.hpp"
-#include "mori/symm/tool.hpp"
 
 namespace mori::symm {
-
-// Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
-// handle_type may be empty where the tool used none.
-Json make_meta(ToolEnv& env, const std::string& handle_type);
 
 // "-" = stdout. A symlink is followed. A new name or a regular file: written to a temporary file in the
 // same folder and renamed over it. Any other existing file (/dev/null, a FIFO with a reader, a terminal):

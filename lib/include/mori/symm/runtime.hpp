@@ -149,7 +149,7 @@ enum class Backend { auto_select, gpu, host };
 // "auto" | "gpu" | "host"; throws UsageError otherwise.
 Backend parse_backend(const std::string& s);
 
-// The host runtime over POSIX shared memory (DESIGN.md §3).
+// The host runtime over POSIX shared memory (lib/README.md, Platform).
 std::unique_ptr<Runtime> make_host_runtime();
 
 // The GPU runtime of this build, or nullptr with the reason in *why_not (no driver, no device, not built).

@@ -1,5 +1,6 @@
-// What every tool shares: the common options (DESIGN.md §6), the MPI session, runtime selection, and the one
-// place where typed errors become exit codes. Apps stay thin: declare options, validate, call the library.
+// What every tool shares: the common options (lib/README.md, Layers), the MPI session, runtime selection, and
+// the one place where typed errors become exit codes. Apps stay thin: declare options, validate, call the
+// library.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "mori/symm/bootstrap.hpp"
+#include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
@@ -46,6 +48,10 @@ struct ToolSpec {
 
 // Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
 int tool_main(int argc, char** argv, const ToolSpec& spec);
+
+// Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
+// handle_type may be empty where the tool used none.
+Json make_meta(ToolEnv& env, const std::string& handle_type);
 
 // Throws UsageError if `path` cannot be written (its folder is missing or not writable). "-" and "" pass.
 void check_output_path(const std::string& option, const std::string& path);

@@ -1,12 +1,13 @@
-// Symmetric memory windows (DESIGN.md §4).
+// Symmetric memory windows (lib/README.md, Windows; Teardown policy).
 //
-//   Window w(rt, opts);            // local: create -> reserve -> map -> set access -> zero (never
-//   collective) w.rendezvous(boot);            // collective: requests validated on every rank, handles
-//   exchanged, every
-//                                  // team member's memory mapped into one flat span of team_size x stride
-//   w.peer_ptrs()                  // pointer array by global rank (null outside the load/store team)
-//   w.lsa()                        // {base, stride, lsa_rank, lsa_size}
-//   w.teardown();                  // the default ordered teardown
+// clang-format off
+//   Window w(rt, opts);     // local: create -> reserve -> map -> set access -> zero (never collective)
+//   w.rendezvous(boot);     // collective: requests validated on every rank, handles exchanged, every team
+//                           // member's memory mapped into one flat span of team_size x stride
+//   w.peer_ptrs()           // pointer array by global rank (null outside the load/store team)
+//   w.lsa()                 // {base, stride, lsa_rank, lsa_size}
+//   w.teardown();           // the default ordered teardown
+// clang-format on
 //
 // Teardown is an explicit policy: each step is a public method, so a repro tool can run any other order
 // on purpose. Steps are idempotent where that is meaningful (a step whose resource is gone does nothing).
@@ -18,11 +19,13 @@
 #include <optional>
 #include <vector>
 
-#include "mori/symm/bootstrap.hpp"
 #include "mori/symm/layout.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
+
+class Bootstrap;
+struct RendezvousRequest;
 
 struct WindowOptions {
   std::size_t bytes = 0;           // usable buffer per rank
@@ -84,6 +87,11 @@ class Window {
     bool have_handle = false;
     bool mapped = false;
   };
+  // The steps of rendezvous().
+  std::vector<RendezvousRequest> exchange_requests(Bootstrap& boot);
+  void import_fabric_handles(Bootstrap& boot, const std::vector<RendezvousRequest>& all);
+  void exchange_fds(Bootstrap& boot);
+  void map_span(Bootstrap& boot);
   void teardown_noexcept() noexcept;
 
   Runtime& rt_;

@@ -1,11 +1,13 @@
-// Host runtime: the HIP virtual-memory semantics over POSIX shared memory (DESIGN.md §3).
+// Host runtime: the HIP virtual-memory semantics over POSIX shared memory (lib/README.md, Platform).
 //
+// clang-format off
 //   create  = memfd_create + ftruncate (both handle types)
 //   export  = dup of the memfd (posix_fd), or a 64-byte in-band blob {magic, pid, fd, inode, size} (fabric) that
 //             the importer opens as /proc/<pid>/fd/<fd> and checks (same inode, same owner). Nothing is named
 //             in /dev/shm, so a rank that dies leaves no shm object behind.
 //   reserve = mmap(PROT_NONE), map = mmap(MAP_FIXED | MAP_SHARED), access = mprotect
 //   unmap   = re-reserve the range (PROT_NONE), release = close, free = munmap of the reservation
+// clang-format on
 //
 // Rules kept from the GPU API: a mapping of an imported handle sees the exporter's bytes; releasing a handle
 // that is still mapped keeps the memory until the last unmap (a mapping holds its own reference); freeing a
@@ -126,7 +128,7 @@ class HostRuntime final : public Runtime {
     const Alloc& a = get(h);
     if (!a.fabric)
       HOST_FAIL("export_fabric", "INVALID_VALUE", "allocation was not created with the fabric handle type");
-    struct stat st{};
+    struct stat st {};
     MORI_CHECK_POSIX(fstat(a.fd, &st));
     FabricWire w{};
     std::memcpy(w.magic, kFabricMagic, sizeof(kFabricMagic));
@@ -158,8 +160,9 @@ class HostRuntime final : public Runtime {
     const std::string path = "/proc/" + std::to_string(w.pid) + "/fd/" + std::to_string(w.fd);
     Alloc a;
     a.fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (a.fd < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno), "exporter gone?");
-    struct stat st{};
+    if (a.fd < 0)
+      throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno), "exporter gone?");
+    struct stat st {};
     // The fd must still be the exported memory object: same inode, ours, and the size it claims.
     if (fstat(a.fd, &st) == -1 || st.st_ino != w.inode || st.st_dev != w.dev || st.st_uid != geteuid() ||
         static_cast<std::uint64_t>(st.st_size) != w.size) {

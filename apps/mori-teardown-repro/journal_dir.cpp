@@ -1,0 +1,79 @@
+// mori-teardown-repro's journal folder: claimed by one job, and the journals' write errors gathered.
+#include "journal_dir.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "mori/symm/error.hpp"
+
+namespace mori::symm::teardown {
+
+namespace {
+constexpr const char* kClaimFile = "job.claim";
+}  // namespace
+
+// A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
+// may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
+// on one folder exactly one runs and the other exits 2.
+void claim_journal_dir(Bootstrap& boot, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool used = false;
+  if (fs::is_directory(dir, ec))
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".journal" || e.path().filename() == kClaimFile) used = true;
+  auto used_all = boot.allgather_value("teardown.journal-check", static_cast<int>(used));
+  if (std::find(used_all.begin(), used_all.end(), 1) != used_all.end())
+    throw UsageError("--journal-dir: '" + dir +
+                     "' already holds journals (or another job's claim); choose a new folder");
+  int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
+  if (boot.rank() == 0) {
+    fs::create_directories(dir, ec);
+    const std::string path = dir + "/" + kClaimFile;
+    const int fd = ec ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (ec) {
+      claim[0] = 2;
+      claim[1] = ec.value();
+    } else if (fd < 0) {
+      claim[0] = errno == EEXIST ? 1 : 2;
+      claim[1] = errno;
+    } else {
+      const std::string who =
+          "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
+      const bool wrote = write(fd, who.data(), who.size()) == static_cast<ssize_t>(who.size());
+      const int werr = errno;
+      close(fd);
+      if (!wrote) {
+        unlink(path.c_str());
+        claim[0] = 2;
+        claim[1] = werr;
+      }
+    }
+  }
+  boot.broadcast("teardown.journal-claim", claim, sizeof(claim), 0);
+  if (claim[0] == 1)
+    throw UsageError("--journal-dir: '" + dir +
+                     "' was claimed by another job started at the same time; choose a new folder");
+  if (claim[0] == 2) throw UsageError("--journal-dir: cannot claim '" + dir + "': " + errno_name(claim[1]));
+  boot.barrier("teardown.journal-checked");
+}
+
+// A journal that could not be written (a full file system) is reported, and so is every verdict it affects:
+// rank -> errno name, gathered from every rank.
+std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j) {
+  struct WriteError {
+    char name[32];
+  } mine{};
+  std::strncpy(mine.name, j.write_error().c_str(), sizeof(mine.name) - 1);
+  const auto errs = boot.allgather_value("teardown.journal-errors", mine);
+  std::map<int, std::string> write_errors;
+  for (std::size_t r = 0; r < errs.size(); ++r)
+    if (errs[r].name[0]) write_errors[static_cast<int>(r)] = std::string(errs[r].name);
+  return write_errors;
+}
+
+}  // namespace mori::symm::teardown
