@@ -1,4 +1,4 @@
-// One-shot all-to-all over a symmetric window (README "The all-to-all contract"). Every rank pushes chunk p of
+// One-shot all-to-all over a symmetric window (README "mori-a2a", The contract). Every rank pushes chunk p of
 // its source into rank p's window, slot `me` of the receive buffer of the current parity; then all ranks
 // synchronise. Both addressing models from one source:
 //   kLsa = 0: the destination base comes from the pointer array, peers[p]

@@ -166,9 +166,9 @@ struct A2aBench::Impl {
   }
 
   // The protocols of device-sync rows: as given, else the one measured faster at this chunk size (README
-  // "Protocols"; results/h200x2/protocol-sweep/: direct 3-17% faster from 64 KiB to 4 MiB on 2 x H200 and on
-  // 8 ranks of one H200, simple 0.2-1.6% faster at 64 MiB; the switch sits at 16 MiB, which was not
-  // measured).
+  // "mori-a2a", Synchronisation and protocols; results/h200x2/protocol-sweep/: direct 3-17% faster from 64
+  // KiB to 4 MiB on 2 x H200 and on 8 ranks of one H200, simple 0.2-1.6% faster at 64 MiB; the switch sits at
+  // 16 MiB, which was not measured).
   std::vector<Protocol> protocols(std::size_t chunk) const {
     if (!cfg.protocols.empty()) return cfg.protocols;
     return {chunk < (std::size_t{16} << 20) ? Protocol::direct : Protocol::simple};

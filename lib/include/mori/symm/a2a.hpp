@@ -26,8 +26,9 @@ class Bootstrap;
 
 enum class Addressing { ptr, lsa };
 enum class SyncMode { host, device };
-// How device sync signals (README "Protocols"): simple = the last block fences at system scope and stores one
-// flag per peer; direct = every block adds to its destination's counter with release semantics.
+// How device sync signals (README "mori-a2a", Synchronisation and protocols): simple = the last block fences
+// at system scope and stores one flag per peer; direct = every block adds to its destination's counter with
+// release semantics.
 enum class Protocol { simple, direct };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
