@@ -8,7 +8,8 @@
 // Reusable contract: launch n (n = the epoch in the signal pad when it starts) writes receive buffer n & 1.
 // A rank starts launch n + 1 only after every peer signalled the end of its launch n, which that peer started
 // after its stream-ordered consumer of launch n - 1; so nobody writes a buffer that its owner may still read.
-// The epoch is advanced on the device by the last block of each launch, so a captured graph replays correctly.
+// The epoch is advanced on the device by the last block of each launch, so a captured graph replays
+// correctly.
 //
 // Host runtime: kernels/a2a_host.cpp runs the same algorithm over the same layout with the same pattern.
 
@@ -28,6 +29,8 @@ struct MoriA2aLayout {
   u64 pitch;   // bytes between slots (multiple of 256, > chunk)
   u64 region;  // bytes of one parity buffer = world * pitch
   u64 signal_offset;
+  u64 ll_offset;  // low-latency protocol: start of its staging (two parity buffers of world slots)
+  u64 ll_pitch;   // bytes between staging slots: 8 per 32-bit word of the chunk, in groups of 4 words
 };
 
 // Mutations for the verification's own tests (MORI_FAULT a2a.no-barrier / a2a.stale / a2a.overrun).
@@ -40,28 +43,30 @@ __device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset
   return reinterpret_cast<MoriSignalPad*>(base + signal_offset);
 }
 
-__device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, char* lsa_base, u64 stride, int p) {
+__device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, char* lsa_base, u64 stride,
+                                                int p) {
   return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(peers[p]);
 }
 
 // Signal every peer with this rank's epoch, then wait (bounded) until every peer has signalled it. On timeout
-// the wait stops, the missing ranks are recorded in `status` and the kernel returns (no trap: under MPS a trap
-// would take every client of the GPU down).
+// the wait stops, the missing ranks are recorded in `status` and the kernel returns (no trap: under MPS a
+// trap would take every client of the GPU down).
 template <int kLsa>
 __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64 stride, int world, int me,
                                          u64 signal_offset, u32 epoch, u64 timeout_ns, u32 mutate,
                                          u32* status) {
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), signal_offset);
   for (int q = 0; q < world; ++q)
-    mori_store_relaxed_sys(&mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me],
-                           epoch);
+    mori_store_relaxed_sys(
+        &mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me], epoch);
   if (mutate & MORI_MUTATE_NO_WAIT) return;
   const u64 t0 = mori_now_ns();
   for (int q = 0; q < world; ++q) {
     while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
       mori_spin_pause();
       // A launch of this rank already timed out: launches queued behind it stop at once instead of each
-      // waiting its own bound (a rank that never arrives would otherwise hold the stream for launches x bound).
+      // waiting its own bound (a rank that never arrives would otherwise hold the stream for launches x
+      // bound).
       if (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status)) {
         status[0] = 1;
         for (int r = 0; r < world; ++r)
@@ -73,11 +78,11 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
 }
 
 // Direct signalling ("direct" protocol): after its stores, every block adds 1 with release semantics to the
-// destination's counter for this source (pad word flags[world + source]); the last local block then waits until
-// every source's counter has grown by blocks_per_peer since the last launch (flags[2 * world + source] keeps that
-// base, local). No system-wide fence on the critical path, and signals overlap other blocks' data.
-__device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u64 timeout_ns, u32 mutate,
-                                  u32* status) {
+// destination's counter for this source (pad word flags[world + source]); the last local block then waits
+// until every source's counter has grown by blocks_per_peer since the last launch (flags[2 * world + source]
+// keeps that base, local). No system-wide fence on the critical path, and signals overlap other blocks' data.
+__device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u64 timeout_ns,
+                                  u32 mutate, u32* status) {
   const int q = threadIdx.x;
   if (q >= world) return;
   u32* counters = mine->flags + world;
@@ -96,46 +101,67 @@ __device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per
   }
 }
 
+// Copies one chunk (this block's share: part of blocks_per_peer) from s to dbytes, kUnroll 16-byte loads in
+// flight per thread before its stores; the chunk's last (chunk % 16) bytes one byte per thread of part 0.
+// Honours the stale (no stores) and overrun (16 bytes past the chunk) mutations.
+template <int kUnroll>
+__device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u64 chunk, int part,
+                                                int blocks_per_peer, u32 mutate) {
+  if (mutate & MORI_MUTATE_STALE) return;
+  uint4* d = reinterpret_cast<uint4*>(dbytes);
+  const u64 n = chunk / 16;
+  const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
+  u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
+  for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = mori_load_nc(s + i + u * step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
+  }
+  for (; i < n; i += step) mori_store_nt(d + i, mori_load_nc(s + i));
+  const u64 tail = chunk % 16;
+  if (part == 0 && threadIdx.x < tail) {
+    const u64 b = n * 16 + threadIdx.x;
+    dbytes[b] = reinterpret_cast<const char*>(s)[b];
+  }
+  if ((mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
+    uint4 junk;
+    junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
+    mori_store_nt(reinterpret_cast<uint4*>(dbytes + ((chunk + 15) / 16) * 16), junk);
+  }
+}
+
+// Counts this block's arrival; true in the one block that arrives last, after every block of the launch has
+// read the epoch and finished its stores. That block then advances the epoch (thread 0).
+__device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
+  __shared__ u32 last;
+  __syncthreads();
+  if (threadIdx.x == 0) last = mori_atomic_add_device(&mine->arrive, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return false;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mine->arrive = 0;
+    mine->epoch = mine->epoch + 1;
+  }
+  return true;
+}
+
 template <int kLsa, int kSync, int kUnroll, int kDirect>
 __global__ void __launch_bounds__(512)
-    a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride, int world,
-             int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
+    a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
+             int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
+             u32* status) {
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
   char* peer = mori_peer_base(kLsa, peers, lsa_base, stride, p);
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
   const u32 parity = *reinterpret_cast<volatile u32*>(&mine->epoch) & 1u;
-  const u64 n = L.chunk / 16;
-  const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
-  char* dbytes = peer + parity * L.region + static_cast<u64>(me) * L.pitch;
-  uint4* d = reinterpret_cast<uint4*>(dbytes);
-  if (!(mutate & MORI_MUTATE_STALE)) {
-    const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
-    u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
-    // kUnroll loads in flight before the stores.
-    for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
-      uint4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = mori_load_nc(s + i + u * step);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
-    }
-    for (; i < n; i += step) mori_store_nt(d + i, mori_load_nc(s + i));
-    // Tail: the chunk's last (chunk % 16) bytes, one byte per thread of the peer's first block.
-    const u64 tail = L.chunk % 16;
-    if (part == 0 && threadIdx.x < tail) {
-      const u64 b = n * 16 + threadIdx.x;
-      dbytes[b] = reinterpret_cast<const char*>(s)[b];
-    }
-    if ((mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
-      uint4 junk;
-      junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
-      mori_store_nt(reinterpret_cast<uint4*>(dbytes + ((L.chunk + 15) / 16) * 16), junk);
-    }
-  }
-
-  __shared__ u32 last;
+  mori_copy_chunk<kUnroll>(src + static_cast<u64>(p) * (L.pitch / 16),
+                           peer + parity * L.region + static_cast<u64>(me) * L.pitch, L.chunk, part,
+                           blocks_per_peer, mutate);
   __syncthreads();
   if (threadIdx.x == 0) {
     if (kSync && kDirect) {
@@ -145,17 +171,8 @@ __global__ void __launch_bounds__(512)
       // then orders every counted block's stores before the flags (causality is transitive across scopes).
       __threadfence();
     }
-    last = mori_atomic_add_device(&mine->arrive, 1u) == gridDim.x - 1;
   }
-  __syncthreads();
-  if (!last) return;
-  // Last block of this launch: every block has read the epoch and finished its stores.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    mine->arrive = 0;
-    mine->epoch = mine->epoch + 1;
-  }
-  if (!kSync) return;
+  if (!mori_arrive_last(mine) || !kSync) return;
   if (kDirect) {
     mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), timeout_ns, mutate, status);
     return;
@@ -164,6 +181,108 @@ __global__ void __launch_bounds__(512)
   mori_fence_system();
   mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
                                  mutate, status);
+}
+
+// Low-latency protocol ("ll"; README "mori-a2a", Synchronisation and protocols). The flag travels in the
+// data: each 32-bit word of a chunk goes out as one 64-bit word (flag << 32 | data), flag = the epoch this
+// launch completes, and the receiver unpacks a word once its flag is there. An aligned 64-bit relaxed access
+// is single-copy atomic, so the word's data comes with its flag: no fence, no counter and no barrier on the
+// critical path, at the price of twice the bytes on the link. Block (slot, part) sends its part of the chunk
+// for rank me + slot, then receives the same part from rank me - slot (whose block of the same index sends
+// it) and writes it into the receive buffer of the current parity, where every consumer reads it as with the
+// other protocols. Slot 0 copies the rank's own chunk directly. Staging alternates by parity as the receive
+// buffers do: a sender at launch n has received every peer's launch n - 1 words, which that peer sent after
+// its launch n - 2, the last reader of this parity, ended. All blocks wait, so the grid must be resident at
+// once: the driver keeps world x blocks_per_peer x ranks per device within the multiprocessors.
+__device__ __forceinline__ u64 mori_ll_word(u32 data, u32 flag) {
+  return (static_cast<u64>(flag) << 32) | data;
+}
+
+// A word carries this launch's flag or a later one. Later ones only come from a sender that broke the
+// contract (a mutant that skips its wait); accepting them lets the verification report it instead of a hang.
+__device__ __forceinline__ bool mori_ll_reached(u64 word, u32 flag) {
+  return static_cast<int>(static_cast<u32>(word >> 32) - flag) >= 0;
+}
+
+// Receives groups (4 words each) first, first + step, ... of one source's staging into dst; false when the
+// bounded wait expired (status records the source) or another launch already timed out.
+__device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups, u64 first, u64 step,
+                                u32 flag, int source, u64 timeout_ns, u32 mutate, u32* status) {
+  const u64 t0 = mori_now_ns();
+  for (u64 g = first; g < groups; g += step) {
+    u64 a, b, c, d;
+    for (u32 spins = 1;; ++spins) {
+      mori_load2_relaxed_sys(in + 4 * g, &a, &b);
+      mori_load2_relaxed_sys(in + 4 * g + 2, &c, &d);
+      if ((mutate & MORI_MUTATE_NO_WAIT) || (mori_ll_reached(a, flag) && mori_ll_reached(b, flag) &&
+                                             mori_ll_reached(c, flag) && mori_ll_reached(d, flag)))
+        break;
+      if ((spins & 63) == 0 &&
+          (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status))) {
+        status[0] = 1;
+        status[1 + source] = 1;
+        return false;
+      }
+    }
+    if (mutate & MORI_MUTATE_STALE) continue;
+    uint4 v;
+    v.x = static_cast<u32>(a), v.y = static_cast<u32>(b), v.z = static_cast<u32>(c),
+    v.w = static_cast<u32>(d);
+    const u64 off = g * 16;
+    if (off + 16 <= chunk) {
+      *reinterpret_cast<uint4*>(dst + off) = v;
+    } else {
+      const char* vb = reinterpret_cast<const char*>(&v);
+      for (u64 i = 0; off + i < chunk; ++i) dst[off + i] = vb[i];
+    }
+  }
+  return true;
+}
+
+template <int kLsa>
+__global__ void __launch_bounds__(512)
+    a2a_ll(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
+           int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
+  const int slot = blockIdx.x / blocks_per_peer;
+  const int part = blockIdx.x % blocks_per_peer;
+  const int p = (me + slot) % world;          // this block sends to p ...
+  const int q = (me + world - slot) % world;  // ... and receives from q
+  char* mybase = mori_peer_base(kLsa, peers, lsa_base, stride, me);
+  MoriSignalPad* mine = mori_pad(mybase, L.signal_offset);
+  const u32 epoch = *reinterpret_cast<volatile u32*>(&mine->epoch);
+  const u32 parity = epoch & 1u, flag = epoch + 1u;
+  char* recv = mybase + parity * L.region;
+  const u64 staging = L.ll_offset + static_cast<u64>(parity) * world * L.ll_pitch;
+  if (slot == 0) {
+    mori_copy_chunk<4>(src + static_cast<u64>(me) * (L.pitch / 16), recv + static_cast<u64>(me) * L.pitch,
+                       L.chunk, part, blocks_per_peer, mutate);
+  } else {
+    const u64 words = (L.chunk + 3) / 4;
+    const u64 groups = words ? (words + 3) / 4 : 1;  // a zero-byte chunk still sends one group: the flags
+    const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
+    const u64 first = static_cast<u64>(part) * blockDim.x + threadIdx.x;
+    const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
+    u64* out = reinterpret_cast<u64*>(mori_peer_base(kLsa, peers, lsa_base, stride, p) + staging +
+                                      static_cast<u64>(me) * L.ll_pitch);
+    for (u64 g = first; g < groups; g += step) {
+      uint4 v;
+      v.x = v.y = v.z = v.w = 0;
+      if (words) v = mori_load_nc(s + g);
+      mori_store2_relaxed_sys(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag));
+      mori_store2_relaxed_sys(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag));
+    }
+    char* dst = recv + static_cast<u64>(q) * L.pitch;
+    const u64* in = reinterpret_cast<const u64*>(mybase + staging + static_cast<u64>(q) * L.ll_pitch);
+    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status) &&
+        (mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
+      uint4 junk;
+      junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
+      *reinterpret_cast<uint4*>(dst + ((L.chunk + 15) / 16) * 16) = junk;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) __threadfence();  // this block's reads of the epoch before its arrival
+  mori_arrive_last(mine);
 }
 
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).

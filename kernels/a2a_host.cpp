@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mori/symm/detail/a2a_engine.hpp"
 #include "mori/symm/detail/poll.hpp"
@@ -52,14 +53,13 @@ class HostEngine final : public A2aEngine {
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
+    if (sp.sync && sp.protocol == Protocol::ll) return push_ll(L, sp);
     const std::uint32_t parity = epoch_word(c_.me).load(std::memory_order_acquire) & 1u;
     const bool direct = sp.sync && sp.protocol == Protocol::direct;
     for (int k = 0; k < c_.world; ++k) {
       const int p = (c_.me + k) % c_.world;  // start with self, then the next ranks, as the kernel does
       char* d = base(p, sp.addressing) + parity * L.region + static_cast<std::size_t>(c_.me) * L.pitch;
-      if (!(sp.mutate & kMutateStale))
-        std::memcpy(d, src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk);
-      if (sp.mutate & kMutateOverrun) std::memset(d + (L.chunk + 15) / 16 * 16, 0x5A, 16);
+      store_chunk(d, src_.data() + static_cast<std::size_t>(p) * L.pitch, L.chunk, sp.mutate);
       // Direct protocol: this "block" (one per peer here) signals its destination at once.
       if (direct)
         word(p, kPadFlagsWord + static_cast<std::size_t>(c_.world + c_.me))
@@ -154,6 +154,66 @@ class HostEngine final : public A2aEngine {
                          " waited more than " + std::to_string(c_.timeout_s) + " s (" + what +
                          "); ranks not arrived: " + detail::join_ranks(missing));
     }
+  }
+
+  // The ll protocol (a2a_ll): own chunk copied directly; to every peer each 32-bit word as one 64-bit word
+  // (flag << 32 | data) in its staging slot of this parity; from every peer, once every word carries this
+  // launch's flag, the data into the receive buffer. Then the epoch advances.
+  void push_ll(const A2aLayout& L, const PushSpec& sp) {
+    const std::uint32_t epoch = epoch_word(c_.me).load(std::memory_order_acquire);
+    const std::uint32_t parity = epoch & 1u, flag = epoch + 1;
+    const std::uint64_t words = (L.chunk + 3) / 4, sent = words ? (words + 3) / 4 * 4 : 4;
+    const std::uint64_t staging = L.ll_offset + parity * static_cast<std::uint64_t>(c_.world) * L.ll_pitch;
+    char* recv = base(c_.me, Addressing::ptr) + parity * L.region;
+    const auto me = static_cast<std::size_t>(c_.me);
+    store_chunk(recv + me * L.pitch, src_.data() + me * L.pitch, L.chunk, sp.mutate);
+    for (int k = 1; k < c_.world; ++k) {
+      const int p = (c_.me + k) % c_.world;
+      auto* out = reinterpret_cast<std::uint64_t*>(base(p, sp.addressing) + staging + me * L.ll_pitch);
+      const auto* s =
+          reinterpret_cast<const std::uint32_t*>(src_.data() + static_cast<std::size_t>(p) * L.pitch);
+      for (std::uint64_t w = 0; w < sent; ++w)
+        std::atomic_ref<std::uint64_t>(out[w]).store(
+            static_cast<std::uint64_t>(flag) << 32 | (w < words ? s[w] : 0), std::memory_order_relaxed);
+    }
+    const char* stage = base(c_.me, Addressing::ptr) + staging;
+    auto slot = [&](int q) {
+      return reinterpret_cast<std::uint64_t*>(const_cast<char*>(stage) +
+                                              static_cast<std::size_t>(q) * L.ll_pitch);
+    };
+    if (!(sp.mutate & kMutateNoWait)) {
+      std::vector<std::uint64_t> seen(static_cast<std::size_t>(c_.world),
+                                      0);  // words known to carry the flag
+      wait_all(
+          [&](int q) {
+            auto& n = seen[static_cast<std::size_t>(q)];
+            while (q != c_.me && n < sent &&
+                   static_cast<std::int32_t>(
+                       static_cast<std::uint32_t>(
+                           std::atomic_ref<std::uint64_t>(slot(q)[n]).load(std::memory_order_relaxed) >> 32) -
+                       flag) >= 0)  // this launch's flag or a later one (kernels/a2a.hip, mori_ll_reached)
+              ++n;
+            return q != c_.me && n < sent;
+          },
+          "ll flags of epoch " + std::to_string(flag));
+    }
+    for (int k = 1; k < c_.world; ++k) {
+      const int q = (c_.me + c_.world - k) % c_.world;
+      std::vector<std::uint32_t> data(static_cast<std::size_t>(words));
+      for (std::uint64_t w = 0; w < words; ++w)
+        data[w] = static_cast<std::uint32_t>(
+            std::atomic_ref<std::uint64_t>(slot(q)[w]).load(std::memory_order_relaxed));
+      store_chunk(recv + static_cast<std::size_t>(q) * L.pitch, reinterpret_cast<const char*>(data.data()),
+                  L.chunk, sp.mutate);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    epoch_word(c_.me).store(epoch + 1, std::memory_order_release);
+  }
+
+  // One chunk into a receive slot, with the stale (no stores) and overrun (16 bytes past) mutations.
+  static void store_chunk(char* d, const char* s, std::uint64_t chunk, std::uint32_t mutate) {
+    if (!(mutate & kMutateStale)) std::memcpy(d, s, chunk);
+    if (mutate & kMutateOverrun) std::memset(d + (chunk + 15) / 16 * 16, 0x5A, 16);
   }
 
   // The direct protocol's wait: every source's counter grew by one since the last launch (base kept locally).

@@ -32,6 +32,15 @@ __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return at
 __device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
   asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+// Two 64-bit words with relaxed system-scope semantics. The memory model treats a vector access as one access per
+// element, and an aligned 64-bit relaxed access is single-copy atomic: a reader sees each word whole, old or new
+// (the low-latency protocol in kernels/a2a.hip relies on exactly this, and on nothing about wider accesses).
+__device__ __forceinline__ void mori_store2_relaxed_sys(u64* p, u64 a, u64 b) {
+  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+__device__ __forceinline__ void mori_load2_relaxed_sys(const u64* p, u64* a, u64* b) {
+  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
@@ -53,6 +62,14 @@ __device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
 __device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ void mori_store2_relaxed_sys(u64* p, u64 a, u64 b) {
+  __hip_atomic_store(p, a, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(p + 1, b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ void mori_load2_relaxed_sys(const u64* p, u64* a, u64* b) {
+  *a = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  *b = __hip_atomic_load(p + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
   __builtin_nontemporal_store(v.x, &p->x);

@@ -7,9 +7,9 @@ CASE:
   probe     mori-probe --backend gpu does every step of its chosen handle type (posix_fd or fabric) on every
             device; with 2+ GPUs, --deep finds every pair reachable
   a2a       mori-a2a --backend gpu at 2 ranks (one per GPU with 2+ GPUs, else both on GPU 0 under MPS),
-            --sync device --graph 4: exit 0, wrong 0 in every configuration
+            --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration
   mutants   the unmutated run passes; MORI_FAULT=a2a.no-barrier:*, a2a.stale:1, a2a.overrun:* each exit 1 with
-            "wrong" > 0
+            "wrong" > 0 under each protocol (simple, direct, ll)
   teardown  mori-teardown-repro at 2 ranks on the GPU: ordered -> ok, free-before-unmap -> api_error
   jit       a fresh MORI_JIT_CACHE_DIR: the first run compiles, the second loads from the cache (same keys and
             images), a third with MORI_DISABLE_JIT=1 still runs
@@ -210,13 +210,16 @@ def a2a_job(tmp, name, where, args, fault=None):
 
 
 def case_a2a(tmp, count, where):
-    args = ["--chunk-kib", "256,4096", "--sync", "device", "--graph", "4"]
+    args = ["--chunk-kib", "256,4096", "--sync", "device", "--graph", "4", "--protocol", "all"]
     rc, doc, out = a2a_job(tmp, "a2a", where, args)
     res = doc.get("results", []) if doc else []
     got = f"exit {rc}, wrong {doc.get('wrong') if doc else 'no JSON'}, {len(res)} results"
-    check(f"{where.what}, --sync device --graph 4: exit 0, wrong 0 ({got})",
+    check(f"{where.what}, --sync device --graph 4 --protocol all: exit 0, wrong 0 ({got})",
           rc == 0 and doc is not None and doc.get("wrong") == 0 and len(res) > 0
           and all(r.get("wrong") == 0 and r.get("sync") == "device" for r in res), out)
+    protos = {(r.get("protocol"), r.get("graph")) for r in res}
+    check(f"simple, direct and ll each ran with and without a graph ({sorted(protos)})",
+          protos == {(p, g) for p in ("simple", "direct", "ll") for g in (False, True)}, out)
     graphs = {(r.get("addressing"), r.get("chunk_bytes")) for r in res if r.get("graph") and r.get("graph_iters") == 4}
     check(f"graph replays of 4 iterations ran for both addressing models and both chunks ({sorted(graphs)})",
           len(graphs) == 4 and all(r.get("total_bw_gbps", 0) > 0 for r in res), out)
@@ -240,7 +243,7 @@ def fault_point_present(point):
 
 
 def case_mutants(tmp, count, where):
-    args = ["--chunk-kib", "256", "--sync", "device"]
+    args = ["--chunk-kib", "256", "--sync", "device", "--protocol", "all"]
     rc, doc, out = a2a_job(tmp, "unmutated", where, args)
     check(f"{where.what}, unmutated: exit 0, wrong 0 (exit {rc}, wrong {doc.get('wrong') if doc else 'no JSON'})",
           rc == 0 and doc is not None and doc.get("wrong") == 0, out)
@@ -250,9 +253,11 @@ def case_mutants(tmp, count, where):
         hint = "" if fault_point_present(fault) else (
             f"\nhint: the string '{fault.split(':')[0]}' occurs in neither mori-a2a nor libmori_symm: this build "
             "may not have that fault point (or was configured with -DMORI_FAULT_INJECTION=OFF)")
-        check(f"MORI_FAULT={fault}: the verification catches it: exit 1 and wrong > 0 "
-              f"(exit {rc}, wrong {wrong if doc else 'no JSON'})",
-              rc == 1 and isinstance(wrong, int) and wrong > 0, out + hint)
+        per = {p: sum(r.get("wrong", 0) for r in (doc or {}).get("results", []) if r.get("protocol") == p)
+               for p in ("simple", "direct", "ll")}
+        check(f"MORI_FAULT={fault}: the verification catches it under every protocol: exit 1 and wrong > 0 "
+              f"(exit {rc}, wrong per protocol {per if doc else 'no JSON'})",
+              rc == 1 and isinstance(wrong, int) and all(v > 0 for v in per.values()), out + hint)
 
 
 def case_teardown(tmp, count, where):

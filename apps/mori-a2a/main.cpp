@@ -68,19 +68,19 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
                 r.ceiling.gbps > 0 ? 100.0 * r.total_bw_gbps / r.ceiling.gbps : 0.0, phys,
                 static_cast<unsigned long long>(r.wrong), notes.c_str());
   }
-  // ptr vs lsa, same chunk / sync / graph.
-  std::map<std::tuple<std::size_t, int, int>, std::pair<double, double>> pairs;
+  // ptr vs lsa, same chunk / sync / protocol / graph.
+  std::map<std::tuple<std::size_t, std::string, int>, std::pair<double, double>> pairs;
   for (const auto& r : rs) {
-    auto& p =
-        pairs[{r.chunk_bytes, static_cast<int>(r.sync) * 2 + static_cast<int>(r.protocol), r.graph_iters}];
+    const std::string mode =
+        r.sync == SyncMode::host ? "host" : std::string("device/") + to_string(r.protocol);
+    auto& p = pairs[{r.chunk_bytes, mode, r.graph_iters}];
     (r.addressing == Addressing::ptr ? p.first : p.second) = r.time_us.p50;
   }
   for (const auto& [k, v] : pairs)
     if (v.first > 0 && v.second > 0)
       std::printf("# ptr vs lsa  chunk %zuB sync %s graph %d: ptr %.2f us, lsa %.2f us (lsa %+.1f%%)\n",
-                  std::get<0>(k),
-                  std::get<1>(k) >= 2 ? (std::get<1>(k) == 3 ? "device/direct" : "device/simple") : "host",
-                  std::get<2>(k), v.first, v.second, 100.0 * (v.second - v.first) / v.first);
+                  std::get<0>(k), std::get<1>(k).c_str(), std::get<2>(k), v.first, v.second,
+                  100.0 * (v.second - v.first) / v.first);
 }
 
 Json config_json(const Options& o, const ToolEnv& env) {
@@ -172,8 +172,10 @@ int main(int argc, char** argv) {
     app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
     app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
     app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
-    app.add_option("--protocol", o.protocol,
-                   "Device-sync signalling: simple | direct | both | auto (the one measured faster here)")
+    app.add_option(
+           "--protocol", o.protocol,
+           "Device-sync signalling: simple, direct, ll (comma-separated), both (simple,direct), all, or "
+           "auto (the one measured fastest at each size)")
         ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
@@ -214,12 +216,7 @@ int main(int argc, char** argv) {
     if (o.cfg.syncs.empty())
       throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
     if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
-    o.cfg.protocols.clear();
-    if (o.protocol == "simple" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::simple);
-    if (o.protocol == "direct" || o.protocol == "both") o.cfg.protocols.push_back(Protocol::direct);
-    if (o.cfg.protocols.empty() && o.protocol != "auto")
-      throw UsageError("--protocol: unknown value '" + o.protocol +
-                       "' (accepted: simple, direct, both, auto)");
+    o.cfg.protocols = parse_protocols(o.protocol);
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
     int world = 1;

@@ -156,7 +156,7 @@ std::string hash_hex(const std::vector<std::string>& parts) {
 }
 
 std::vector<KernelSpec> kernel_catalog() {
-  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify", "a2a_delay"}};
+  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify", "a2a_delay", "a2a_ll<0>", "a2a_ll<1>"}};
   for (const char* lsa : {"0", "1"})
     for (const char* sync : {"0", "1"})
       for (const char* unroll : {"4", "8"})

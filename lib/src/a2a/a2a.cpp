@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <thread>
 
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/bootstrap.hpp"
@@ -76,6 +78,7 @@ struct A2aBench::Impl {
   int me, world;
   DeviceInfo info;
   HandleType ht = HandleType::posix_fd;
+  std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
   detail::Placement placement;
   std::unique_ptr<Window> win;
@@ -99,7 +102,8 @@ struct A2aBench::Impl {
     if (me == 0 && has_error(found)) spdlog::error("doctor: likely causes:\n{}", format_diagnoses(found));
     const std::uint64_t max_pitch = a2a_pitch(*std::max_element(cfg.chunks.begin(), cfg.chunks.end()));
     WindowOptions wo;
-    wo.bytes = 2 * static_cast<std::size_t>(world) * max_pitch;  // two receive buffers (epoch parity)
+    ll_offset = 2 * static_cast<std::uint64_t>(world) * max_pitch;  // two receive buffers (epoch parity)
+    wo.bytes = ll_offset + ll_staging_bytes();
     wo.signal_bytes = signal_pad_bytes(world);
     wo.stride_quantum = cfg.stride_quantum;
     wo.handle_type = ht;
@@ -108,6 +112,24 @@ struct A2aBench::Impl {
     win->rendezvous(boot);
     eng = detail::make_a2a_engine(
         {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch});
+    // Every flag of the ll staging starts as 0xFFFFFFFF, an epoch no launch reaches: fresh memory may hold
+    // anything.
+    eng->poison(wo.bytes);
+    eng->sync();
+    boot.barrier("a2a.window_poisoned");
+  }
+
+  // Two parity buffers of world staging slots for the largest chunk the ll protocol runs at; 0 if none.
+  std::uint64_t ll_staging_bytes() const {
+    std::uint64_t largest = 0;
+    bool any = false;
+    for (std::size_t ch : cfg.chunks) {
+      const auto ps = a2a_protocols(cfg, ch, placement.one_rank_per_device);
+      if (std::find(ps.begin(), ps.end(), Protocol::ll) == ps.end()) continue;
+      any = true;
+      largest = std::max<std::uint64_t>(largest, ch);
+    }
+    return any ? 2 * static_cast<std::uint64_t>(world) * a2a_ll_pitch(largest) : 0;
   }
 
   // The slowest NVLink path from any rank to any peer (GB/s per direction, read through NVML); collective.
@@ -151,27 +173,37 @@ struct A2aBench::Impl {
 
   A2aLayout layout(std::size_t chunk) const {
     const std::uint64_t pitch = a2a_pitch(chunk);
-    return {chunk, pitch, static_cast<std::uint64_t>(world) * pitch, win->layout().signal_offset};
+    return {chunk,
+            pitch,
+            static_cast<std::uint64_t>(world) * pitch,
+            win->layout().signal_offset,
+            ll_offset,
+            a2a_ll_pitch(chunk)};
   }
 
-  PushSpec spec(Addressing a, bool sync, std::size_t chunk) const {
+  PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple) const {
     PushSpec s;
     s.addressing = a;
     s.sync = sync;
+    s.protocol = proto;
     s.blocks_per_peer = cfg.blocks_per_peer ? cfg.blocks_per_peer
                                             : auto_blocks_per_peer(info.multiprocessors, world, chunk,
                                                                    kThreads, placement.one_rank_per_device);
+    if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
     return s;
   }
 
-  // The protocols of device-sync rows: as given, else the one measured faster at this chunk size (README
-  // "mori-a2a", Synchronisation and protocols; results/h200x2/protocol-sweep/: direct 3-17% faster from 64
-  // KiB to 4 MiB on 2 x H200 and on 8 ranks of one H200, simple 0.2-1.6% faster at 64 MiB; the switch sits at
-  // 16 MiB, which was not measured).
+  // Every block of an ll launch waits for its peer's block, so the launches of all ranks of a device must be
+  // resident at once: at most one block per multiprocessor across them (a block of 512 threads always fits).
+  int ll_block_limit() const {
+    if (rt.platform() == Platform::host) return 65535;
+    const int ranks = std::max(placement.max_ranks_per_device, 1);
+    return std::max(1, info.multiprocessors / (world * ranks));
+  }
+
   std::vector<Protocol> protocols(std::size_t chunk) const {
-    if (!cfg.protocols.empty()) return cfg.protocols;
-    return {chunk < (std::size_t{16} << 20) ? Protocol::direct : Protocol::simple};
+    return a2a_protocols(cfg, chunk, placement.one_rank_per_device);
   }
 
   detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
@@ -230,8 +262,10 @@ struct A2aBench::Impl {
     r.graph = graph_k > 0;
     r.graph_iters = graph_k;
     const bool device_sync = sm == SyncMode::device;
-    PushSpec s = spec(a, device_sync, chunk);
-    s.protocol = proto;
+    PushSpec s = spec(a, device_sync, chunk, proto);
+    if (device_sync && proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer && me == 0)
+      spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
+                   cfg.blocks_per_peer, s.blocks_per_peer);
     r.protocol = proto;
     r.blocks_per_peer = s.blocks_per_peer;
     r.unroll = s.unroll;
@@ -248,8 +282,10 @@ struct A2aBench::Impl {
       std::fprintf(stderr, "MORI_FAULT: rank %d entering the timed loop %s\n", me, tag.c_str());
       std::fflush(stderr);
     }
+    // The push alone is the plain push of the same bytes for every protocol: the floor all of them share.
     PushSpec bare = s;
     bare.sync = false;
+    bare.protocol = Protocol::simple;
     const A2aLayout empty = layout(0);
     if (r.graph) {
       auto us = t.samples(
@@ -261,14 +297,13 @@ struct A2aBench::Impl {
           Launch::graph, [&] { eng->push(empty, s); }, tag + ".sync_only");
     } else if (device_sync) {
       detail::fault_point("a2a.timed", me);
-      // Test-only: a rank that never launches its pushes, so its peers' bounded waits expire (exit 4).
-      const bool no_launch = detail::fault_armed("a2a.no-launch", me);
+      // Test-only: a rank that never launches its pushes and hangs on the host as a stuck rank would
+      // (bounded, and before any collective step), so its peers' bounded waits expire first and name it (exit
+      // 4).
+      if (detail::fault_armed("a2a.no-launch", me))
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * boot.timeout_s() + 10));
       auto us = t.samples(
-          Launch::stream,
-          [&] {
-            if (!no_launch) eng->push(L, s);
-          },
-          tag);
+          Launch::stream, [&] { eng->push(L, s); }, tag);
       r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
       r.push_only_us = t.p50(
           Launch::stream, [&] { eng->push(L, bare); }, tag + ".push_only");

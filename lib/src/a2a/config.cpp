@@ -9,6 +9,13 @@
 namespace mori::symm {
 namespace {
 constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
+// The automatic protocol (README "mori-a2a", Synchronisation and protocols): ll up to these chunk sizes
+// (peers on other devices, or ranks sharing one device), direct below kSimpleFrom, simple from there.
+// results/h200x2/protocol-sweep/: direct 3-17% faster than simple from 64 KiB to 4 MiB on 2 x H200 and on 8
+// ranks of one H200, simple 0.2-1.6% faster at 64 MiB.
+constexpr std::size_t kLlUpToRemote = std::size_t{256} << 10;
+constexpr std::size_t kLlUpToShared = std::size_t{64} << 10;
+constexpr std::size_t kSimpleFrom = std::size_t{16} << 20;
 }  // namespace
 
 const char* to_string(Addressing a) noexcept {
@@ -18,7 +25,45 @@ const char* to_string(SyncMode s) noexcept {
   return s == SyncMode::device ? "device" : "host";
 }
 const char* to_string(Protocol p) noexcept {
-  return p == Protocol::direct ? "direct" : "simple";
+  switch (p) {
+    case Protocol::direct:
+      return "direct";
+    case Protocol::ll:
+      return "ll";
+    case Protocol::simple:
+      break;
+  }
+  return "simple";
+}
+
+std::vector<Protocol> parse_protocols(const std::string& text) {
+  if (text == "auto") return {};
+  if (text == "both") return {Protocol::simple, Protocol::direct};
+  if (text == "all") return {Protocol::simple, Protocol::direct, Protocol::ll};
+  std::vector<Protocol> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string name = text.substr(pos, end - pos);
+    Protocol p = Protocol::simple;
+    if (name == "direct") {
+      p = Protocol::direct;
+    } else if (name == "ll") {
+      p = Protocol::ll;
+    } else if (name != "simple") {
+      throw UsageError("--protocol: unknown value '" + name +
+                       "' (accepted: simple, direct, ll, comma-separated, or both, all, auto)");
+    }
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device) {
+  if (!c.protocols.empty()) return c.protocols;
+  if (chunk_bytes <= (one_rank_per_device ? kLlUpToRemote : kLlUpToShared)) return {Protocol::ll};
+  return {chunk_bytes < kSimpleFrom ? Protocol::direct : Protocol::simple};
 }
 
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
@@ -28,8 +73,16 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
     if (ch > kMaxChunk) throw UsageError("chunk size: " + std::to_string(ch) + " bytes exceeds 16 GiB");
     if (ch > std::numeric_limits<std::size_t>::max() / 4 / static_cast<std::size_t>(world))
       throw UsageError("chunk size: world x chunk overflows");
-    // Source (world slots) and window (two parity buffers of world slots), each slot a pitch.
-    const long double need = 3.0L * static_cast<long double>(world) * static_cast<long double>(a2a_pitch(ch));
+    // Source (world slots) and window (two parity buffers of world slots), each slot a pitch; the ll
+    // protocol's staging (two parity buffers of world staging slots) where it may run.
+    long double need = 3.0L * static_cast<long double>(world) * static_cast<long double>(a2a_pitch(ch));
+    for (bool remote : {false, true}) {
+      const auto ps = a2a_protocols(c, ch, remote);
+      if (std::find(ps.begin(), ps.end(), Protocol::ll) != ps.end()) {
+        need += 2.0L * static_cast<long double>(world) * static_cast<long double>(a2a_ll_pitch(ch));
+        break;
+      }
+    }
     if (device_memory && need > 0.9L * static_cast<long double>(device_memory))
       throw UsageError("chunk size: " + std::to_string(ch) + " bytes needs " +
                        std::to_string(static_cast<unsigned long long>(need / (1 << 20))) +
@@ -76,6 +129,12 @@ int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes
 
 std::uint64_t a2a_pitch(std::uint64_t chunk_bytes) {
   return (chunk_bytes + 16 + 255) / 256 * 256;
+}
+
+std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes) {
+  const std::uint64_t words = (chunk_bytes + 3) / 4;
+  const std::uint64_t groups = words ? (words + 3) / 4 : 1;
+  return (groups * 32 + 255) / 256 * 256;
 }
 
 Json to_json(const A2aResult& r) {

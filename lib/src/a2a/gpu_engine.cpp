@@ -62,9 +62,12 @@ class GpuEngine final : public A2aEngine {
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
-    const std::string name = std::string("a2a_push<") + (sp.addressing == Addressing::lsa ? "1" : "0") +
-                             ", " + (sp.sync ? "1" : "0") + ", " + std::to_string(sp.unroll) + ", " +
-                             (sp.protocol == Protocol::direct ? "1" : "0") + ">";
+    const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
+    const std::string name = sp.sync && sp.protocol == Protocol::ll
+                                 ? std::string("a2a_ll<") + lsa_arg + ">"
+                                 : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
+                                       std::to_string(sp.unroll) + ", " +
+                                       (sp.protocol == Protocol::direct ? "1" : "0") + ">";
     const void* s = src_.p;
     void* const* peers = c_.win.peer_ptrs_device();
     const auto lsa = c_.win.lsa();

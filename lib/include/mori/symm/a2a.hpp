@@ -28,8 +28,9 @@ enum class Addressing { ptr, lsa };
 enum class SyncMode { host, device };
 // How device sync signals (README "mori-a2a", Synchronisation and protocols): simple = the last block fences
 // at system scope and stores one flag per peer; direct = every block adds to its destination's counter with
-// release semantics.
-enum class Protocol { simple, direct };
+// release semantics; ll = low latency, the flag travels in every 64-bit word of the data (twice the bytes, no
+// fence, no barrier).
+enum class Protocol { simple, direct, ll };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
 const char* to_string(Protocol p) noexcept;
@@ -112,6 +113,16 @@ int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes
 
 // Receive-slot pitch for a chunk: the chunk plus a poisoned guard of at least 16 bytes, 256-byte aligned.
 std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
+// Staging-slot pitch of the ll protocol: 8 bytes per 32-bit word, in groups of 4 words (at least one group:
+// a zero-byte chunk still sends its flags), 256-byte aligned.
+std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
+
+// The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
+// placement (README "mori-a2a", Synchronisation and protocols).
+std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device);
+// Parses --protocol: a comma-separated list of simple, direct, ll, or both (simple,direct), all, auto
+// (empty).
+std::vector<Protocol> parse_protocols(const std::string& text);
 
 class A2aBench {
  public:

@@ -25,6 +25,8 @@ struct A2aLayout {
   std::uint64_t pitch = 0;
   std::uint64_t region = 0;  // world * pitch
   std::uint64_t signal_offset = 0;
+  std::uint64_t ll_offset = 0;  // the low-latency protocol's staging: two parity buffers of world slots
+  std::uint64_t ll_pitch = 0;   // bytes per staging slot (a2a_ll_pitch)
 };
 
 // Mutations used by the verification's own tests (MORI_FAULT a2a.no-barrier, a2a.stale, a2a.overrun).
