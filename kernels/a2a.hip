@@ -153,6 +153,8 @@ __global__ void __launch_bounds__(512)
     a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
              int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
              u32* status) {
+  mori_grid_wait_previous();
+  mori_grid_allow_next();
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
@@ -243,6 +245,8 @@ template <int kLsa>
 __global__ void __launch_bounds__(512)
     a2a_ll(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
            int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
+  mori_grid_wait_previous();
+  mori_grid_allow_next();
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;          // this block sends to p ...

@@ -119,6 +119,7 @@ class HostEngine final : public A2aEngine {
   }
   std::unique_ptr<CapturedGraph> capture(const std::function<void()>&) override { return nullptr; }
   std::string copy_kind() const override { return "host_memcpy"; }
+  const char* push_launch() const override { return "plain"; }
   double default_skew_us() const override { return 3000; }
   const Jit* jit() const override { return nullptr; }
 

@@ -47,6 +47,20 @@ __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p);
 __device__ __forceinline__ void mori_trap() { __trap(); }
 // Back-off inside bounded spin loops, so that spinning blocks leave memory bandwidth to the others.
 __device__ __forceinline__ void mori_spin_pause() { __nanosleep(32); }
+// Programmatic dependent launch (sm_90 and newer): a kernel launched with Runtime::launch_overlapping may start
+// while its predecessor on the stream still runs; mori_grid_wait_previous returns once that predecessor has
+// completed and its memory operations are visible, exactly what stream order gives, so it must come before
+// anything else. mori_grid_allow_next lets the successor start launching (it waits the same way).
+__device__ __forceinline__ void mori_grid_wait_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mori_grid_allow_next() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 #elif defined(MORI_KERNEL_PLATFORM_amd)
 // ---- AMD (hiprtc) ---------------------------------------------------------------------------------------------
 #define MORI_WAVE_SIZE warpSize
@@ -80,6 +94,8 @@ __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return *p; }
 __device__ __forceinline__ void mori_trap() { __builtin_trap(); }
 __device__ __forceinline__ void mori_spin_pause() { __builtin_amdgcn_s_sleep(1); }
+__device__ __forceinline__ void mori_grid_wait_previous() {}  // no overlapping launches here
+__device__ __forceinline__ void mori_grid_allow_next() {}
 #else
 #error "compile with -DMORI_KERNEL_PLATFORM_cuda or -DMORI_KERNEL_PLATFORM_amd"
 #endif

@@ -21,6 +21,7 @@ struct Options {
   std::string addressing = "both";
   std::string sync = "both";
   std::string protocol = "auto";
+  std::string launch = "programmatic";
   int cycles = 1;
   std::string stride_quantum = "0";
   A2aConfig cfg;
@@ -91,6 +92,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["addressing"] = o.addressing;
   cfg["sync"] = o.sync;
   cfg["protocol"] = o.protocol;
+  cfg["launch"] = o.launch;
   cfg["graph"] = o.cfg.graph;
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
   cfg["unroll"] = o.cfg.unroll;
@@ -177,6 +179,10 @@ int main(int argc, char** argv) {
            "Device-sync signalling: simple, direct, ll (comma-separated), both (simple,direct), all, or "
            "auto (the one measured fastest at each size)")
         ->capture_default_str();
+    app.add_option("--launch", o.launch,
+                   "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; "
+                   "it waits for it on the device) | plain")
+        ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
         ->capture_default_str();
@@ -217,6 +223,9 @@ int main(int argc, char** argv) {
       throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
     if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
     o.cfg.protocols = parse_protocols(o.protocol);
+    if (o.launch != "programmatic" && o.launch != "plain")
+      throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
+    o.cfg.overlap_launch = o.launch == "programmatic";
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
     int world = 1;

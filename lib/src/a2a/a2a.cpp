@@ -191,6 +191,7 @@ struct A2aBench::Impl {
                                                                    kThreads, placement.one_rank_per_device);
     if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
+    s.overlap = cfg.overlap_launch;
     return s;
   }
 
@@ -331,6 +332,7 @@ struct A2aBench::Impl {
           Launch::wall, [&] { boot.barrier_fast(tag + ".sync_only.iter"); }, tag + ".sync_only");
     }
     r.iters = r.time_us.samples * std::max(graph_k, 1);
+    r.launch = eng->push_launch();
     const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;

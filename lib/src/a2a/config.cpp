@@ -9,13 +9,16 @@
 namespace mori::symm {
 namespace {
 constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
-// The automatic protocol (README "mori-a2a", Synchronisation and protocols): ll up to these chunk sizes
-// (peers on other devices, or ranks sharing one device), direct below kSimpleFrom, simple from there.
-// results/h200x2/protocol-sweep/: direct 3-17% faster than simple from 64 KiB to 4 MiB on 2 x H200 and on 8
-// ranks of one H200, simple 0.2-1.6% faster at 64 MiB.
-constexpr std::size_t kLlUpToRemote = std::size_t{256} << 10;
-constexpr std::size_t kLlUpToShared = std::size_t{64} << 10;
-constexpr std::size_t kSimpleFrom = std::size_t{16} << 20;
+// The automatic protocol (README "mori-a2a", Synchronisation and protocols), per placement (peers on other
+// devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there. From
+// results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest from 4 KiB to 4 MiB
+// and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with 8 ranks on one H200
+// ll is fastest at 4 KiB only (6.87 vs 7.20 us), direct up to 16 MiB, simple at 64 MiB.
+struct AutoProtocol {
+  std::size_t ll_up_to, simple_from;
+};
+constexpr AutoProtocol kRemote{0, std::size_t{16} << 20};
+constexpr AutoProtocol kShared{std::size_t{4} << 10, std::size_t{64} << 20};
 }  // namespace
 
 const char* to_string(Addressing a) noexcept {
@@ -62,8 +65,9 @@ std::vector<Protocol> parse_protocols(const std::string& text) {
 
 std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device) {
   if (!c.protocols.empty()) return c.protocols;
-  if (chunk_bytes <= (one_rank_per_device ? kLlUpToRemote : kLlUpToShared)) return {Protocol::ll};
-  return {chunk_bytes < kSimpleFrom ? Protocol::direct : Protocol::simple};
+  const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
+  if (chunk_bytes <= a.ll_up_to) return {Protocol::ll};
+  return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};
 }
 
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
@@ -147,6 +151,7 @@ Json to_json(const A2aResult& r) {
   j["protocol"] = to_string(r.protocol);
   j["blocks_per_peer"] = r.blocks_per_peer;
   j["unroll"] = r.unroll;
+  j["launch"] = r.launch;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},

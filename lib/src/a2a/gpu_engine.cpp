@@ -79,8 +79,13 @@ class GpuEngine final : public A2aEngine {
     std::uint32_t mut = sp.mutate;
     void* st = static_cast<std::uint32_t*>(status_.p) + 2;
     void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st};
-    c_.rt.launch(module_.function(name), {static_cast<unsigned>(c_.world * sp.blocks_per_peer)}, {kThreads},
-                 0, stream_.get(), args);
+    const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
+    if (sp.overlap) {
+      overlapped_ = c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args);
+    } else {
+      c_.rt.launch(module_.function(name), {grid}, {kThreads}, 0, stream_.get(), args);
+      overlapped_ = false;
+    }
   }
 
   void delay(double us) override {
@@ -166,6 +171,7 @@ class GpuEngine final : public A2aEngine {
   }
 
   std::string copy_kind() const override { return "copy_engine"; }
+  const char* push_launch() const override { return overlapped_ ? "programmatic" : "plain"; }
   double default_skew_us() const override { return 50; }
   const Jit* jit() const override { return &jit_; }
 
@@ -193,6 +199,7 @@ class GpuEngine final : public A2aEngine {
   }
 
   EngineContext c_;
+  bool overlapped_ = false;
   int sms_;
   Jit jit_;
   KernelModule module_;

@@ -43,6 +43,7 @@ struct A2aConfig {
   std::vector<Protocol> protocols;  // empty = auto (per placement, from measurements)
   int blocks_per_peer = 0;          // 0 = auto
   int unroll = 0;                   // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
+  bool overlap_launch = true;       // device-sync pushes launched to overlap their predecessor (--launch)
   int warmup = 5;
   int iters = 20;
   int verify_epochs =
@@ -85,7 +86,8 @@ struct A2aResult {
   Protocol protocol = Protocol::simple;
   int blocks_per_peer = 0;
   int unroll = 0;
-  int iters = 0;  // timed iterations (graph: replays x graph_iters)
+  std::string launch = "plain";  // how the timed pushes were launched: "programmatic" | "plain"
+  int iters = 0;                 // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
   double push_only_us = 0;  // p50 of the same push with no synchronisation, same launch mode
   double sync_only_us = 0;  // p50 of the synchronisation alone (zero bytes), same launch mode

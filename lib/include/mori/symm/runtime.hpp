@@ -136,6 +136,13 @@ class Runtime {
   virtual void module_unload(Module m) noexcept = 0;
   virtual Function module_function(Module m, const std::string& name) = 0;
   virtual void launch(Function f, Dim3 grid, Dim3 block, std::size_t shared_bytes, Stream s, void** args) = 0;
+  // A one-dimensional launch that may start while the stream's previous kernel still runs, for kernels that
+  // wait for their predecessor themselves (mori_grid_wait_previous, kernels/prelude.hip); a plain launch
+  // where the platform has no such launch. Returns whether it overlapped.
+  virtual bool launch_overlapping(Function f, unsigned grid, unsigned block, Stream s, void** args) {
+    launch(f, {grid}, {block}, 0, s, args);
+    return false;
+  }
   virtual void capture_begin(Stream s) = 0;
   virtual GraphExec capture_end(Stream s) = 0;
   virtual void graph_launch(GraphExec g, Stream s) = 0;

@@ -20,7 +20,7 @@ namespace mori::symm::cuda {
                               X(cuMemsetD8Async) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy)        \
                                   X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) \
                                       X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData)        \
-                                          X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)         \
+                                          X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchKernelEx) \
                                               X(cuStreamBeginCapture) X(cuStreamEndCapture)                  \
                                                   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)            \
                                                       X(cuGraphExecDestroy) X(cuGraphDestroy)

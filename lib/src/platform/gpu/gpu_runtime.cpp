@@ -310,6 +310,18 @@ class GpuRuntime final : public Runtime {
                                     static_cast<unsigned>(shmem), static_cast<hipStream_t>(s), args,
                                     nullptr));
   }
+  bool launch_overlapping(Function f, unsigned grid, unsigned block, Stream s, void** args) override {
+    if (compat::kIsCuda && overlap_ok_) {
+      const hipError_t e = compat::launch_overlapping(static_cast<hipFunction_t>(f), grid, block, 0,
+                                                      static_cast<hipStream_t>(s), args);
+      if (e == hipSuccess) return true;
+      // Refused (an older driver, or a launch this device cannot overlap): plain launches from now on.
+      overlap_ok_ = false;
+      spdlog::warn("programmatic launch refused ({}): plain launches from now on", hipGetErrorName(e));
+    }
+    launch(f, {grid}, {block}, 0, s, args);
+    return false;
+  }
   void capture_begin(Stream s) override {
     HIP_CHECK(hipStreamBeginCapture(static_cast<hipStream_t>(s), hipStreamCaptureModeThreadLocal));
   }
@@ -339,6 +351,7 @@ class GpuRuntime final : public Runtime {
   }
 
  private:
+  bool overlap_ok_ = true;  // programmatic launches work here (until the driver refuses one)
   void check_device(int device) const {
     if (device < 0 || device >= count_)
       throw UsageError("--device: " + std::to_string(device) + " is out of range (this node has " +

@@ -51,6 +51,28 @@ inline hipError_t import_fd(hipMemGenericAllocationHandle_t* h, int fd) {
 #endif
 }
 
+// A launch that may begin while the stream's previous kernel still runs (CUDA's programmatic dependent
+// launch): the kernel itself waits for its predecessor's completion and memory (mori_grid_wait_previous in
+// kernels/prelude.hip) before it touches anything, so only the launch latency overlaps. AMD: a plain launch.
+inline hipError_t launch_overlapping(hipFunction_t f, unsigned gx, unsigned bx, unsigned shmem, hipStream_t s,
+                                     void** args) {
+#if defined(MORI_GPU_CUDA)
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = gx, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = bx, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = shmem;
+  cfg.hStream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cuda::driver().cuLaunchKernelEx(&cfg, f, args, nullptr);
+#else
+  return hipModuleLaunchKernel(f, gx, 1, 1, bx, 1, 1, shmem, s, args, nullptr);
+#endif
+}
+
 // The driver's own claims about the handle types; AMD has no such attributes (-1 = no attribute).
 inline int attribute_posix_fd(int dev) {
 #if defined(MORI_GPU_CUDA)

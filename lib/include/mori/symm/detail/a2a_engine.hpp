@@ -38,6 +38,8 @@ struct PushSpec {
   Protocol protocol = Protocol::simple;
   int blocks_per_peer = 1;
   int unroll = 4;
+  bool overlap =
+      true;  // launch so that the kernel's start overlaps its predecessor (Runtime::launch_overlapping)
   std::uint32_t mutate = 0;
 };
 
@@ -71,9 +73,10 @@ class A2aEngine {
   // fn's steps captured as one graph; null where the backend has none.
   virtual std::unique_ptr<CapturedGraph> capture(const std::function<void()>& fn) = 0;
 
-  virtual std::string copy_kind() const = 0;   // "copy_engine" | "host_memcpy"
-  virtual double default_skew_us() const = 0;  // long enough to expose a missing barrier
-  virtual const Jit* jit() const = 0;          // null where nothing is compiled
+  virtual std::string copy_kind() const = 0;    // "copy_engine" | "host_memcpy"
+  virtual const char* push_launch() const = 0;  // how the last push was launched: "programmatic" | "plain"
+  virtual double default_skew_us() const = 0;   // long enough to expose a missing barrier
+  virtual const Jit* jit() const = 0;           // null where nothing is compiled
 };
 
 struct EngineContext {
