@@ -1,0 +1,65 @@
+"""The mori.faults/1 document (results/schema/faults.schema.json): its meta, writing it, and the printed table."""
+import datetime
+import json
+import socket
+import sys
+
+from .jobs import ROOT
+from .procs import sh
+
+SCHEMA = "mori.faults/1"
+
+
+def git_revision():
+    rc, out = sh(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"], timeout=10)
+    return out.strip() if rc == 0 else "unknown"
+
+
+def meta(a, gpu_list):
+    m = {"tool": "h200-faults", "git_revision": git_revision(), "argv": sys.argv[1:],
+         "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "host": socket.gethostname(), "backend": a.backend, "timeout_s": a.timeout_s,
+         "gpus": [{"index": i, "name": n} for i, n in gpu_list], "driver_version": None}
+    if gpu_list:
+        rc, out = sh(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], timeout=30)
+        if rc == 0 and out.strip():
+            m["driver_version"] = out.split()[0]
+    rc, out = sh([*a.mpirun[:1], "--version"], timeout=10)
+    m["mpirun"] = out.splitlines()[0] if rc == 0 and out else None
+    return m
+
+
+def finish(doc, path):
+    """Sets the document's ok (every case ok, none skipped, not interrupted) and writes it."""
+    doc["ok"] = (bool(doc["cases"]) and all(c["ok"] for c in doc["cases"]) and not doc["skipped"] and
+                 not doc.get("interrupted"))
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def landed(c):
+    f = c.get("fault", {})
+    if "in_timed_loop" not in f:
+        return "-"
+    return "loop" if f["in_timed_loop"] else f.get("landed", "elsewhere")
+
+
+def table(doc):
+    rows = [("case", "config", "W", "rc", "secs", "named", "landed", "bystander", "usable", "left", "wall", "ok")]
+    for c in doc["cases"]:
+        lb = c["left_behind"]
+        left = ",".join(k for k in ("processes", "sockets", "shm", "temp_files") if lb[k]) or "-"
+        mem = lb.get("device_memory_mib")
+        if mem and mem.get("delta") and any(d > 0 for d in mem["delta"]):
+            left += f" +{max(mem['delta'])}MiB"
+        rows.append((c["name"], c["config"], str(c["world"]), str(c["mpirun_rc"]),
+                     "hung" if c["hung"] else str(c["job_seconds"]), "yes" if c["named_missing"] else "no",
+                     landed(c), {True: "ok", False: "DIED", None: "-"}[c["other_mps_clients_survived"]],
+                     "yes" if c["gpu_usable_after"]["usable"] else "NO", left, str(c["wall_seconds"]),
+                     "ok" if c["ok"] else "FAIL"))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(x.ljust(w[i]) for i, x in enumerate(r)).rstrip())
+    for s in doc["skipped"]:
+        print(f"skipped: {s['name']} ({s['config']}, {s['world']} ranks): {s['reason']}")
