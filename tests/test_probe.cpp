@@ -12,7 +12,7 @@ namespace {
 
 std::string status_of(const HandleProbe& h, const std::string& step) {
   for (auto& s : h.steps)
-    if (s.step == step) return s.status;
+    if (s.step == step) return to_string(s.status);
   return "(not run)";
 }
 

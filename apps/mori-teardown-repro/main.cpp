@@ -52,10 +52,9 @@ struct Ctx {
 
 using Run = void (*)(Ctx&);
 
-// Created by rank 0 with O_EXCL in a fresh --journal-dir: the job's claim on the folder.
 struct Scenario {
   const char* name;
-  const char* expected;  // outcome on a platform that behaves as the VMM API documents
+  TeardownOutcome expected;  // on a platform that behaves as the VMM API documents
   const char* line;
   Run run;
 };
@@ -64,9 +63,9 @@ struct Scenario {
 std::unique_ptr<Window> make_window(Ctx& c, const char* tag = "") {
   std::unique_ptr<Window> w;
   auto st = c.j.step(std::string(tag) + "alloc", -1, [&] { w = std::make_unique<Window>(*c.env.rt, c.wo); });
-  if (st != "ok") throw CheckFailed("alloc failed: " + st);
+  if (!st.ok()) throw CheckFailed("alloc failed: " + st.error());
   st = c.j.step(std::string(tag) + "rendezvous", -1, [&] { w->rendezvous(*c.env.boot); });
-  if (st != "ok") throw CheckFailed("rendezvous failed: " + st);
+  if (!st.ok()) throw CheckFailed("rendezvous failed: " + st.error());
   return w;
 }
 
@@ -91,8 +90,8 @@ void writes_in_flight(Ctx& c, Window& w, int rounds) {
 }
 
 // Stops a scenario at its first failing step (the journal has recorded it).
-void must(const std::string& status) {
-  if (status != "ok") throw ApiError("scenario step", __FILE__, __LINE__, status);
+void must(const StepStatus& status) {
+  if (!status.ok()) throw ApiError("scenario step", __FILE__, __LINE__, status.error());
 }
 
 void unmap_slots(Ctx& c, Window& w, const std::string& tag = "") {
@@ -228,12 +227,12 @@ void s_free_before_unmap(Ctx& c) {
   must(c.j.step("sync_device", -1, [&] { w->sync_device(); }));
   must(c.j.step("barrier", -1, [&] { w->barrier(); }));
   // The address range is freed while every slot is still mapped: an API error is the documented answer.
-  const std::string st = c.j.step("free_span", -1, [&] { w->free_span(); });
+  const StepStatus st = c.j.step("free_span", -1, [&] { w->free_span(); });
   // Then the right order, so the scenario returns what it took either way.
   unmap_slots(c, *w);
   release_slots(c, *w);
   finish_local(c, *w);
-  if (st != "ok") throw ApiError("free_span while mapped", __FILE__, __LINE__, st);
+  if (!st.ok()) throw ApiError("free_span while mapped", __FILE__, __LINE__, st.error());
 }
 
 void s_cycles(Ctx& c) {
@@ -282,27 +281,28 @@ void s_atexit(Ctx& c) {
 }
 
 const std::vector<Scenario>& scenarios() {
+  using O = TeardownOutcome;
   static const std::vector<Scenario> v = {
-      {"ordered", "ok",
+      {"ordered", O::ok,
        "the library's default order: sync, barrier, unmap each slot, release, unmap/release own, free",
        s_ordered},
-      {"span-unmap", "ok", "one unmap over the whole flat span instead of one per slot (ROCR#285)",
+      {"span-unmap", O::ok, "one unmap over the whole flat span instead of one per slot (ROCR#285)",
        s_span_unmap},
-      {"release-before-unmap", "ok", "release every imported handle while it is still mapped, then unmap",
+      {"release-before-unmap", O::ok, "release every imported handle while it is still mapped, then unmap",
        s_release_before_unmap},
-      {"exporter-first", "ok",
+      {"exporter-first", O::ok,
        "rank 0 unmaps and releases its own memory while peers map it; peers then read, write and check it",
        s_exporter_first},
-      {"no-barrier", "ok", "teardown with no barrier while peers may still be writing", s_no_barrier},
-      {"no-sync", "ok", "teardown with no device sync while this rank's writes are in flight", s_no_sync},
-      {"divergent-order", "ok", "K windows (--windows) freed in a different order on each rank",
+      {"no-barrier", O::ok, "teardown with no barrier while peers may still be writing", s_no_barrier},
+      {"no-sync", O::ok, "teardown with no device sync while this rank's writes are in flight", s_no_sync},
+      {"divergent-order", O::ok, "K windows (--windows) freed in a different order on each rank",
        s_divergent_order},
-      {"free-before-unmap", "api_error",
+      {"free-before-unmap", O::api_error,
        "free the span's address range while mapped: an API error is expected", s_free_before_unmap},
-      {"cycles", "ok", "--cycles C of alloc -> rendezvous -> teardown, fds/mappings/free memory per cycle",
+      {"cycles", O::ok, "--cycles C of alloc -> rendezvous -> teardown, fds/mappings/free memory per cycle",
        s_cycles},
-      {"leak", "leak", "no teardown at all: the baseline the leak check must catch", s_leak},
-      {"atexit", "ok",
+      {"leak", O::leak, "no teardown at all: the baseline the leak check must catch", s_leak},
+      {"atexit", O::ok,
        "teardown from an atexit hook, after MPI_Finalize (summarize the journals after the job)", s_atexit},
   };
   return v;
@@ -350,24 +350,36 @@ void run_scenario(ToolEnv& env, Journal& j, const Options& o, const Scenario& s,
   }
 }
 
-void print_table(const Json& scs) {
-  std::printf("%-22s %5s %-10s %-10s %s\n", "scenario", "world", "outcome", "expected", "detail");
-  for (const auto& s : scs)
-    std::printf("%-22s %5d %-10s %-10s %s\n", s["name"].get<std::string>().c_str(), s["world"].get<int>(),
-                s["outcome"].get<std::string>().c_str(),
-                s.contains("expected") ? s["expected"].get<std::string>().c_str() : "?",
-                s.contains("detail") ? s["detail"].get<std::string>().c_str() : "");
+// A scenario's expected outcome as the report writes it: "?" for a name this tool does not know.
+const char* expected_text(const ScenarioSummary& s) {
+  const Scenario* sc = find(s.name);
+  return sc ? to_string(sc->expected) : "?";
 }
 
-// Adds each scenario's expected outcome; returns how many differ.
-int mark_expected(Json& scs) {
+void print_table(const std::vector<ScenarioSummary>& scs) {
+  std::printf("%-22s %5s %-10s %-10s %s\n", "scenario", "world", "outcome", "expected", "detail");
+  for (const auto& s : scs)
+    std::printf("%-22s %5d %-10s %-10s %s\n", s.name.c_str(), s.world, to_string(s.outcome), expected_text(s),
+                s.detail.c_str());
+}
+
+// Adds scenarios[] (each with its expected outcome) to doc, prints the table and writes the document. Returns
+// the exit code: check_failed where an outcome differs from the expected one (a pending one is not judged).
+int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& scs) {
   int bad = 0;
-  for (auto& s : scs) {
-    const Scenario* sc = find(s["name"].get<std::string>());
-    s["expected"] = sc ? sc->expected : "?";
-    if (!sc || s["outcome"] != sc->expected) ++bad;
+  doc["scenarios"] = Json::array();
+  for (const auto& s : scs) {
+    const Scenario* sc = find(s.name);
+    if (s.outcome != TeardownOutcome::pending && (!sc || s.outcome != sc->expected)) ++bad;
+    Json j = to_json(s);
+    j["expected"] = expected_text(s);
+    doc["scenarios"].push_back(j);
   }
-  return bad;
+  if (env.is_root()) {
+    if (env.common.json != "-") print_table(scs);
+    if (!env.common.json.empty()) write_json(env.common.json, doc);
+  }
+  return bad ? static_cast<int>(ExitCode::check_failed) : 0;
 }
 
 // --summarize DIR: the report of an earlier run's journals.
@@ -376,14 +388,7 @@ int summarize_only(ToolEnv& env, const Options& o) {
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, "");
   doc["config"] = {{"summarize", o.summarize}};
-  Json scs = summarize_journals(o.summarize);
-  const int bad = mark_expected(scs);
-  doc["scenarios"] = scs;
-  if (env.is_root()) {
-    if (env.common.json != "-") print_table(scs);
-    if (!env.common.json.empty()) write_json(env.common.json, doc);
-  }
-  return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+  return finish_report(env, doc, summarize_journals(o.summarize));
 }
 
 int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
@@ -394,7 +399,7 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
   doc["config"] = {{"scenario", o.scenario},       {"windows", o.windows},
                    {"size_bytes", wo.bytes},       {"cycles", o.cycles},
                    {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
-  Json scs = summarize_journals(o.journal_dir, write_errors);
+  auto scs = summarize_journals(o.journal_dir, write_errors);
   if (!write_errors.empty()) {
     Json je = Json::array();
     std::string list;
@@ -407,18 +412,11 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
       spdlog::error("journals that could not be written: {}; the verdicts of those ranks are unknown", list);
   }
   for (auto& sc : scs)
-    if (sc["name"] == "atexit") {  // its teardown runs after this report: only --summarize can judge it
-      sc["outcome"] = "pending";
-      sc["detail"] = "teardown runs at exit; run --summarize " + o.journal_dir + " after the job";
+    if (sc.name == "atexit") {  // its teardown runs after this report: only --summarize can judge it
+      sc.outcome = TeardownOutcome::pending;
+      sc.detail = "teardown runs at exit; run --summarize " + o.journal_dir + " after the job";
     }
-  int bad = mark_expected(scs);
-  for (const auto& sc : scs) bad -= sc["outcome"] == "pending" ? 1 : 0;
-  doc["scenarios"] = scs;
-  if (env.is_root()) {
-    if (env.common.json != "-") print_table(scs);
-    if (!env.common.json.empty()) write_json(env.common.json, doc);
-  }
-  return bad ? static_cast<int>(ExitCode::check_failed) : 0;
+  return finish_report(env, doc, scs);
 }
 
 int run(ToolEnv& env, const Options& o) {
@@ -477,7 +475,7 @@ int main(int argc, char** argv) {
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank == 0)
         for (const auto& s : scenarios())
-          std::printf("%-22s %s (expected: %s)\n", s.name, s.line, s.expected);
+          std::printf("%-22s %s (expected: %s)\n", s.name, s.line, to_string(s.expected));
       throw CLI::Success();
     }
     if (o.scenario != "all" && !find(o.scenario)) {

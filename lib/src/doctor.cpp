@@ -185,7 +185,7 @@ std::string normalized(const std::string& s) {
 // The step at which a handle type failed, and its status; {"", ""} if none failed.
 std::pair<std::string, std::string> failed_step(const HandleProbe& h) {
   for (const auto& s : h.steps)
-    if (s.status != "ok") return {s.step, s.status};
+    if (!s.status.ok()) return {s.step, s.status.error()};
   return {};
 }
 

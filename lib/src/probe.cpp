@@ -24,17 +24,17 @@ using Clock = std::chrono::steady_clock;
 // Runs one step, timing it; returns false (and records the error name) when it throws.
 bool step(HandleProbe& hp, const char* name, const std::function<void()>& f) {
   const auto t0 = Clock::now();
-  std::string status = "ok";
+  StepStatus status;
   try {
     f();
   } catch (const ApiError& e) {
-    status = e.api_error();
+    status = StepStatus::failed(e.api_error());
   } catch (const std::exception& e) {
-    status = e.what();
+    status = StepStatus::failed(e.what());
   }
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   hp.steps.push_back({name, status, us});
-  return status == "ok";
+  return status.ok();
 }
 
 void probe_type(Runtime& rt, int device, HandleProbe& hp) {
@@ -98,7 +98,7 @@ void probe_type(Runtime& rt, int device, HandleProbe& hp) {
 void decide(DeviceProbe& p) {
   auto failed_step = [](const HandleProbe& h) {
     for (auto& s : h.steps)
-      if (s.status != "ok") return s.step + " -> " + s.status;
+      if (!s.status.ok()) return s.step + " -> " + s.status.error();
     return std::string("?");
   };
   if (!p.info.vmm_supported && !p.posix_fd.usable && !p.fabric.usable) {
@@ -170,7 +170,7 @@ HandleType choose_handle_type(Runtime& rt, int device) {
 namespace {
 Json handle_json(const HandleProbe& h) {
   Json steps = Json::array();
-  for (auto& s : h.steps) steps.push_back({{"step", s.step}, {"status", s.status}, {"us", s.us}});
+  for (auto& s : h.steps) steps.push_back({{"step", s.step}, {"status", to_string(s.status)}, {"us", s.us}});
   Json j;
   j["attribute"] = h.attribute < 0 ? Json(nullptr) : Json(h.attribute == 1);
   j["usable"] = h.usable;
@@ -244,7 +244,7 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
     auto before = local_bandwidth(rt, va, scratch, size);
     for (int peer = 0; peer < n; ++peer) {
       Json pr = {{"owner", owner}, {"accessor", peer}};
-      std::string status = "ok";
+      StepStatus status;
       try {
         if (peer != owner) rt.set_access(va, size, peer);
         rt.set_device(peer);
@@ -256,15 +256,15 @@ Json probe_deep(Runtime& rt, std::size_t bytes) {
         std::vector<std::uint8_t> back(4096);
         rt.copy_to_host(back.data(), va, back.size());
         for (auto v : back)
-          if (v != static_cast<std::uint8_t>(0x40 + peer)) status = "MISMATCH";
+          if (v != static_cast<std::uint8_t>(0x40 + peer)) status = StepStatus::failed("MISMATCH");
       } catch (const ApiError& e) {
-        status = e.api_error();
+        status = StepStatus::failed(e.api_error());
         rt.set_device(owner);
       }
-      pr["status"] = status;
-      pr["reachable"] = status == "ok";
+      pr["status"] = to_string(status);
+      pr["reachable"] = status.ok();
       pairs.push_back(pr);
-      if (peer != owner && status == "ok") {
+      if (peer != owner && status.ok()) {
         auto after = local_bandwidth(rt, va, scratch, size);
         penalty.push_back({{"owner", owner},
                            {"granted_to", peer},

@@ -1,91 +1,99 @@
-// The body shared by the NVRTC and hiprtc compilers: both APIs have the same shape, so one template serves
-// both, instantiated with a table of the API's entry points (rtc_nvrtc.cpp, rtc_hiprtc.cpp).
+// One API table for both run-time compilers. NVRTC and hiprtc have the same entry points under another prefix
+// (nvrtc, hiprtc; only the code getters differ in name: GetCUBIN, GetCode), an opaque program handle and an
+// int-sized result code, 0 on success. So one table of function pointers serves both: load_rtc fills it by
+// name from the library, and each platform file (rtc_nvrtc.cpp, rtc_hiprtc.cpp) checks at compile time that
+// its API's header declares every entry point with the shape the table calls it with.
 #pragma once
 
-#include <dlfcn.h>
-
-#include <cstdlib>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "mori/symm/detail/rtc.hpp"
-#include "mori/symm/error.hpp"
 
 namespace mori::symm::detail {
 
-template <class Api>
-class RtcCompiler final : public RuntimeCompiler {
- public:
-  RtcCompiler(Api api, std::string path) : api_(api), path_(std::move(path)) {
-    int major = 0, minor = 0;
-    if (api_.version(&major, &minor) == 0) version_ = std::to_string(major) + "." + std::to_string(minor);
-  }
-  std::string name() const override { return Api::kName; }
-  std::string version() const override { return version_; }
-  std::string library() const override { return path_; }
-  std::string arch_option(const std::string& arch) const override { return Api::kArchOption + arch; }
-
-  RtcOutput compile(const std::string& source, const std::string& file_name,
-                    const std::vector<std::string>& name_expressions,
-                    const std::vector<std::string>& options) const override {
-    typename Api::Program prog{};
-    check(api_.create(&prog, source.c_str(), file_name.c_str(), 0, nullptr, nullptr), "CreateProgram");
-    RtcOutput out;
-    try {
-      for (const auto& n : name_expressions) check(api_.add_name(prog, n.c_str()), "AddNameExpression");
-      std::vector<const char*> opts;
-      for (const auto& o : options) opts.push_back(o.c_str());
-      auto rc = api_.compile(prog, static_cast<int>(opts.size()), opts.data());
-      std::size_t log_size = 0;
-      if (api_.log_size(prog, &log_size) == 0 && log_size > 1) {
-        out.log.resize(log_size);
-        api_.log(prog, out.log.data());
-        out.log.resize(log_size - 1);
-      }
-      if (rc != 0)
-        throw ApiError(std::string(Api::kPrefix) + "CompileProgram(" + file_name + ")", __FILE__, __LINE__,
-                       api_.error_string(rc), out.log);
-      std::size_t code_size = 0;
-      check(api_.code_size(prog, &code_size), "GetCodeSize");
-      out.image.resize(code_size);
-      check(api_.code(prog, out.image.data()), "GetCode");
-      for (const auto& n : name_expressions) {
-        const char* lowered = nullptr;
-        check(api_.lowered_name(prog, n.c_str(), &lowered), "GetLoweredName");
-        out.lowered[n] = lowered;
-      }
-    } catch (...) {
-      api_.destroy(&prog);
-      throw;
-    }
-    api_.destroy(&prog);
-    return out;
-  }
-
- private:
-  template <class R>
-  void check(R rc, const char* what) const {
-    if (rc != 0) throw ApiError(std::string(Api::kPrefix) + what, __FILE__, __LINE__, api_.error_string(rc));
-  }
-  Api api_;
-  std::string path_;
-  std::string version_ = "unknown";
+struct RtcApi {
+  using Program = void*;  // nvrtcProgram, hiprtcProgram: pointers to opaque structs
+  using Result = int;     // nvrtcResult, hiprtcResult: enumerations
+  Result (*version)(int* major, int* minor);
+  Result (*create)(Program* prog, const char* source, const char* file_name, int headers,
+                   const char** header_sources, const char** header_names);
+  Result (*destroy)(Program* prog);
+  Result (*add_name)(Program prog, const char* name_expression);
+  Result (*compile)(Program prog, int options, const char** option_list);
+  Result (*log_size)(Program prog, std::size_t* size);
+  Result (*log)(Program prog, char* log);
+  Result (*code_size)(Program prog, std::size_t* size);
+  Result (*code)(Program prog, char* code);
+  Result (*lowered_name)(Program prog, const char* name_expression, const char** lowered);
+  const char* (*error_string)(Result rc);
 };
 
-// One entry point from a loaded library; false + *why if it is missing.
-template <class F>
-bool resolve(void* lib, const char* sym, F& fn, std::string* why) {
-  fn = reinterpret_cast<F>(dlsym(lib, sym));
-  if (!fn && why) *why = std::string("missing symbol ") + sym;
-  return fn != nullptr;
+// What sets one compiler apart from the other.
+struct RtcLibrary {
+  std::string name;         // "nvrtc": the compiler's name and the prefix of every entry point
+  std::string arch_option;  // the arch option up to the arch ("--gpu-architecture=")
+  std::string code_size;    // the code getters' names after the prefix ("GetCUBINSize", "GetCUBIN")
+  std::string code;
+  std::vector<std::string> files;    // the library's file names, newest first
+  std::vector<std::string> folders;  // toolkit folders tried after the loader path ("" is skipped)
+};
+
+// Loads the library (open_first) and resolves every entry point of the table. Null + *why, naming the
+// library and the missing symbol, if one is missing.
+std::unique_ptr<RuntimeCompiler> load_rtc(const RtcLibrary& library, std::string* why);
+
+// --- the compile-time check of an API's header against the table -------------------------------------------
+
+// Two parameter (or result) types are passed alike: both pointers (to scalars of one size, or to anything
+// else), or scalars of one size.
+template <class A, class B>
+constexpr bool passed_alike() {
+  if constexpr (std::is_pointer_v<A> && std::is_pointer_v<B>) {
+    using PA = std::remove_cv_t<std::remove_pointer_t<A>>;
+    using PB = std::remove_cv_t<std::remove_pointer_t<B>>;
+    if constexpr (std::is_scalar_v<PA> && std::is_scalar_v<PB>)
+      return sizeof(PA) == sizeof(PB) && std::is_pointer_v<PA> == std::is_pointer_v<PB>;
+    else
+      return !std::is_scalar_v<PA> && !std::is_scalar_v<PB>;
+  } else {
+    return !std::is_pointer_v<A> && !std::is_pointer_v<B> && std::is_scalar_v<A> && std::is_scalar_v<B> &&
+           sizeof(A) == sizeof(B);
+  }
 }
 
-// The entry points both compilers have, as X(member, function), the function named by pasting the API's
-// prefix (nvrtc, hiprtc). The code getters differ in name (GetCUBIN / GetCode): each API lists those itself.
-#define MORI_RTC_COMMON_ENTRY_POINTS(X, P)                                                     \
-  X(version, P##Version)                                                                       \
-  X(create, P##CreateProgram) X(destroy, P##DestroyProgram) X(add_name, P##AddNameExpression)  \
-      X(compile, P##CompileProgram) X(log_size, P##GetProgramLogSize) X(log, P##GetProgramLog) \
-          X(lowered_name, P##GetLoweredName) X(error_string, P##GetErrorString)
-#define MORI_RTC_DECLARE(member, fn) decltype(&fn) member;
-#define MORI_RTC_RESOLVE(member, fn) ok = ok && resolve(lib, #fn, api.member, why);
+template <class F, class G>
+struct SameShape : std::false_type {};
+template <class R1, class... A1, class R2, class... A2>
+struct SameShape<R1 (*)(A1...), R2 (*)(A2...)> {
+  static constexpr bool value = [] {
+    if constexpr (sizeof...(A1) != sizeof...(A2))
+      return false;
+    else
+      return passed_alike<R1, R2>() && (passed_alike<A1, A2>() && ...);
+  }();
+};
+
+#define MORI_RTC_CHECK(member, fn)                                                                           \
+  static_assert(                                                                                             \
+      ::mori::symm::detail::SameShape<decltype(&fn), decltype(::mori::symm::detail::RtcApi::member)>::value, \
+      #fn " is not declared with the shape of RtcApi::" #member);
+
+// Every entry point of the header of the API with prefix P, the code getters named P##CODE_SIZE and P##CODE.
+#define MORI_RTC_CHECK_HEADER(P, CODE_SIZE, CODE) \
+  MORI_RTC_CHECK(version, P##Version)             \
+  MORI_RTC_CHECK(create, P##CreateProgram)        \
+  MORI_RTC_CHECK(destroy, P##DestroyProgram)      \
+  MORI_RTC_CHECK(add_name, P##AddNameExpression)  \
+  MORI_RTC_CHECK(compile, P##CompileProgram)      \
+  MORI_RTC_CHECK(log_size, P##GetProgramLogSize)  \
+  MORI_RTC_CHECK(log, P##GetProgramLog)           \
+  MORI_RTC_CHECK(code_size, P##CODE_SIZE)         \
+  MORI_RTC_CHECK(code, P##CODE)                   \
+  MORI_RTC_CHECK(lowered_name, P##GetLoweredName) \
+  MORI_RTC_CHECK(error_string, P##GetErrorString)
 
 }  // namespace mori::symm::detail

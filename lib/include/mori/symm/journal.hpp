@@ -21,8 +21,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mori/symm/json.hpp"
+#include "mori/symm/outcome.hpp"
 
 namespace mori::symm {
 
@@ -36,8 +38,9 @@ class Journal {
 
   void begin_scenario(const std::string& scenario, int world);
   void end_scenario();
-  // Runs f as one step. Returns "ok" or the API's error name; a non-API exception is rethrown.
-  std::string step(const std::string& name, int peer, const std::function<void()>& f);
+  // Runs f as one step. Returns its status (an ApiError's name, TIMEOUT for a TimeoutError); any other
+  // exception is rethrown.
+  StepStatus step(const std::string& name, int peer, const std::function<void()>& f);
   void leak(std::int64_t fds, std::int64_t handles, std::int64_t mappings, std::int64_t device_bytes);
   void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
              std::uint64_t free_bytes);
@@ -63,11 +66,24 @@ class Journal {
   std::thread watchdog_;
 };
 
-// Builds the mori.teardown/1 payload (scenarios[]) from every rank-*.journal in dir. Throws UsageError if the
-// folder holds no journal, ApiError if one cannot be read. A damaged journal (a torn line, an unknown record,
-// a malformed number) makes its rank's outcome "damaged", naming the file and line; damage before any
-// scenario is reported as a scenario named "(damaged journal)". write_errors (rank -> errno name, from the
-// job itself) makes every scenario such a rank did not finish "journal_error".
-Json summarize_journals(const std::string& dir, const std::map<int, std::string>& write_errors = {});
+// One scenario of a run, over the ranks whose journals hold it.
+struct ScenarioSummary {
+  std::string name;
+  int world = 0;
+  TeardownOutcome outcome = TeardownOutcome::ok;  // the outcome of the rank that speaks for the scenario
+  std::string detail;                             // why, where there is something to say
+  Json ranks = Json::array();                     // {rank, outcome, steps, leaked[, detail][, cycles]} each
+};
+
+// Builds the scenarios of the mori.teardown/1 payload from every rank-*.journal in dir. Throws UsageError if
+// the folder holds no journal, ApiError if one cannot be read. A damaged journal (a torn line, an unknown
+// record, a malformed number or step status) makes its rank's outcome damaged, naming the file and line;
+// damage before any scenario is reported as a scenario named "(damaged journal)". write_errors (rank -> errno
+// name, from the job itself) makes every scenario such a rank did not finish journal_error.
+std::vector<ScenarioSummary> summarize_journals(const std::string& dir,
+                                                const std::map<int, std::string>& write_errors = {});
+
+// {name, world, outcome[, detail], ranks}: one element of the payload's scenarios[].
+Json to_json(const ScenarioSummary& s);
 
 }  // namespace mori::symm

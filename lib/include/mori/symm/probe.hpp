@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "mori/symm/json.hpp"
+#include "mori/symm/outcome.hpp"
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
 
 struct ProbeStep {
   std::string step;
-  std::string status;  // "ok" or the API's error name
+  StepStatus status;
   double us = 0;
 };
 
