@@ -288,49 +288,34 @@ struct A2aBench::Impl {
     bare.sync = false;
     bare.protocol = Protocol::simple;
     const A2aLayout empty = layout(0);
-    if (r.graph) {
-      auto us = t.samples(
-          Launch::graph, [&] { eng->push(L, s); }, tag);
-      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
-      r.push_only_us = t.p50(
-          Launch::graph, [&] { eng->push(L, bare); }, tag + ".push_only");
-      r.sync_only_us = t.p50(
-          Launch::graph, [&] { eng->push(empty, s); }, tag + ".sync_only");
-    } else if (device_sync) {
+    // One iteration, the push alone and the synchronisation alone, in the row's launch mode.
+    std::function<void()> iteration = [&] { eng->push(L, s); };
+    std::function<void()> push_alone = [&] { eng->push(L, bare); };
+    std::function<void()> sync_alone = [&] { eng->push(empty, s); };
+    if (!device_sync) {
+      iteration = [&] {
+        eng->push(L, s);
+        eng->sync();
+        boot.barrier_fast(tag + ".iter");
+      };
+      push_alone = [&] {
+        eng->push(L, s);
+        eng->sync();
+      };
+      sync_alone = [&] { boot.barrier_fast(tag + ".sync_only.iter"); };
+    }
+    const Launch how = r.graph ? Launch::graph : device_sync ? Launch::stream : Launch::wall;
+    if (!r.graph) {
       detail::fault_point("a2a.timed", me);
       // Test-only: a rank that never launches its pushes and hangs on the host as a stuck rank would
       // (bounded, and before any collective step), so its peers' bounded waits expire first and name it (exit
       // 4).
-      if (detail::fault_armed("a2a.no-launch", me))
+      if (device_sync && detail::fault_armed("a2a.no-launch", me))
         std::this_thread::sleep_for(std::chrono::duration<double>(2 * boot.timeout_s() + 10));
-      auto us = t.samples(
-          Launch::stream, [&] { eng->push(L, s); }, tag);
-      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
-      r.push_only_us = t.p50(
-          Launch::stream, [&] { eng->push(L, bare); }, tag + ".push_only");
-      r.sync_only_us = t.p50(
-          Launch::stream, [&] { eng->push(empty, s); }, tag + ".sync_only");
-    } else {
-      detail::fault_point("a2a.timed", me);
-      auto us = t.samples(
-          Launch::wall,
-          [&] {
-            eng->push(L, s);
-            eng->sync();
-            boot.barrier_fast(tag + ".iter");
-          },
-          tag);
-      r.time_us = time_stats(max_over_ranks(boot, tag + ".times", us));
-      r.push_only_us = t.p50(
-          Launch::wall,
-          [&] {
-            eng->push(L, s);
-            eng->sync();
-          },
-          tag + ".push_only");
-      r.sync_only_us = t.p50(
-          Launch::wall, [&] { boot.barrier_fast(tag + ".sync_only.iter"); }, tag + ".sync_only");
     }
+    r.time_us = time_stats(max_over_ranks(boot, tag + ".times", t.samples(how, iteration, tag)));
+    r.push_only_us = t.p50(how, push_alone, tag + ".push_only");
+    r.sync_only_us = t.p50(how, sync_alone, tag + ".sync_only");
     r.iters = r.time_us.samples * std::max(graph_k, 1);
     r.launch = eng->push_launch();
     const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
