@@ -180,8 +180,8 @@ int main(int argc, char** argv) {
            "auto (the one measured fastest at each size)")
         ->capture_default_str();
     app.add_option("--launch", o.launch,
-                   "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; "
-                   "it waits for it on the device) | plain")
+                   "programmatic: with one rank per GPU each push may start launching while the previous "
+                   "kernel runs (CUDA sm_90+; it waits for it on the device) | plain")
         ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")

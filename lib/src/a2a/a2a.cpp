@@ -191,7 +191,11 @@ struct A2aBench::Impl {
                                                                    kThreads, placement.one_rank_per_device);
     if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
-    s.overlap = cfg.overlap_launch;
+    // Programmatic launches only with one rank per device: a successor waiting on the device holds its
+    // multiprocessors, and with ranks sharing a device those can be the ones another rank's kernel needs to
+    // reach the barrier this kernel waits at (measured: 8 ranks on one H200 deadlocked until the bound
+    // expired).
+    s.overlap = cfg.overlap_launch && placement.one_rank_per_device;
     return s;
   }
 
