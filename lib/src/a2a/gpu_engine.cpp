@@ -169,7 +169,7 @@ class GpuEngine final : public A2aEngine {
  private:
   static CompiledKernels compile(Jit& jit) {
     // The all-to-all uses the catalog's first entry; MORI_PRECOMPILE=1 builds the rest up front too.
-    const auto catalog = kernel_catalog();
+    const auto catalog = kernel_catalog(jit.arch());
     auto compiled = jit.get(catalog[0]);
     if (Jit::precompile_requested())
       for (std::size_t i = 1; i < catalog.size(); ++i) jit.get(catalog[i]);
