@@ -38,7 +38,22 @@ struct MoriA2aLayout {
 #define MORI_MUTATE_STALE 2u    // skip every data store of this launch
 #define MORI_MUTATE_OVERRUN 4u  // write 16 bytes past the end of each chunk
 
-// Status written by a kernel whose bounded wait expired: word 0 = 1, word 1 + q = 1 for each missing rank q.
+// Status written by a kernel whose bounded wait expired: word 0 = the epoch that launch was completing (never
+// 0), word 1 + q = 1 for each rank q it waited for in vain.
+//
+// A bounded wait's verdict: 0 = wait on; 1 = this launch's bound expired (the caller records the ranks it
+// still misses); 2 = an earlier launch of this rank expired, so this one, queued behind it, stops at once and
+// names nobody: its misses are the consequence of that timeout (peers that gave up too), not its cause, and
+// without the shortcut a rank that never arrives would hold the stream for launches x bound.
+__device__ __forceinline__ int mori_wait_verdict(u64 t0, u64 timeout_ns, u32 epoch, u32* status) {
+  const u32 mark = epoch ? epoch : 1u;
+  const u32 first = *reinterpret_cast<volatile u32*>(status);
+  if (first != 0 && first != mark) return 2;
+  if (mori_now_ns() - t0 <= timeout_ns) return 0;
+  status[0] = mark;
+  return 1;
+}
+
 __device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset) {
   return reinterpret_cast<MoriSignalPad*>(base + signal_offset);
 }
@@ -64,15 +79,12 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
   for (int q = 0; q < world; ++q) {
     while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
       mori_spin_pause();
-      // A launch of this rank already timed out: launches queued behind it stop at once instead of each
-      // waiting its own bound (a rank that never arrives would otherwise hold the stream for launches x
-      // bound).
-      if (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status)) {
-        status[0] = 1;
+      const int verdict = mori_wait_verdict(t0, timeout_ns, epoch, status);
+      if (verdict == 0) continue;
+      if (verdict == 1)
         for (int r = 0; r < world; ++r)
           if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0) status[1 + r] = 1;
-        return;
-      }
+      return;
     }
   }
 }
@@ -81,8 +93,8 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
 // destination's counter for this source (pad word flags[world + source]); the last local block then waits
 // until every source's counter has grown by blocks_per_peer since the last launch (flags[2 * world + source]
 // keeps that base, local). No system-wide fence on the critical path, and signals overlap other blocks' data.
-__device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u64 timeout_ns,
-                                  u32 mutate, u32* status) {
+__device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u32 epoch,
+                                  u64 timeout_ns, u32 mutate, u32* status) {
   const int q = threadIdx.x;
   if (q >= world) return;
   u32* counters = mine->flags + world;
@@ -93,11 +105,10 @@ __device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per
   const u64 t0 = mori_now_ns();
   while (static_cast<int>(mori_load_acquire_sys(&counters[q]) - want) < 0) {
     mori_spin_pause();
-    if (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status)) {  // see above
-      status[0] = 1;
-      status[1 + q] = 1;
-      return;
-    }
+    const int verdict = mori_wait_verdict(t0, timeout_ns, epoch, status);
+    if (verdict == 0) continue;
+    if (verdict == 1) status[1 + q] = 1;
+    return;
   }
 }
 
@@ -160,7 +171,8 @@ __global__ void __launch_bounds__(512)
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
   char* peer = mori_peer_base(kLsa, peers, lsa_base, stride, p);
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
-  const u32 parity = *reinterpret_cast<volatile u32*>(&mine->epoch) & 1u;
+  const u32 epoch = *reinterpret_cast<volatile u32*>(&mine->epoch);
+  const u32 parity = epoch & 1u;
   mori_copy_chunk<kUnroll>(src + static_cast<u64>(p) * (L.pitch / 16),
                            peer + parity * L.region + static_cast<u64>(me) * L.pitch, L.chunk, part,
                            blocks_per_peer, mutate);
@@ -176,7 +188,7 @@ __global__ void __launch_bounds__(512)
   }
   if (!mori_arrive_last(mine) || !kSync) return;
   if (kDirect) {
-    mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), timeout_ns, mutate, status);
+    mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), epoch + 1u, timeout_ns, mutate, status);
     return;
   }
   if (threadIdx.x != 0) return;
@@ -219,11 +231,10 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
       if ((mutate & MORI_MUTATE_NO_WAIT) || (mori_ll_reached(a, flag) && mori_ll_reached(b, flag) &&
                                              mori_ll_reached(c, flag) && mori_ll_reached(d, flag)))
         break;
-      if ((spins & 63) == 0 &&
-          (mori_now_ns() - t0 > timeout_ns || *reinterpret_cast<volatile u32*>(status))) {
-        status[0] = 1;
-        status[1 + source] = 1;
-        return false;
+      if ((spins & 63) == 0) {
+        const int verdict = mori_wait_verdict(t0, timeout_ns, flag, status);
+        if (verdict == 1) status[1 + source] = 1;
+        if (verdict != 0) return false;
       }
     }
     if (mutate & MORI_MUTATE_STALE) continue;

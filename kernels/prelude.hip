@@ -61,6 +61,69 @@ __device__ __forceinline__ void mori_grid_allow_next() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// ---- sm_90 and newer: the Tensor Memory Accelerator's non-tensor bulk copies (PTX ISA, cp.async.bulk) ---
+// Sizes and addresses are multiples of 16 bytes. MORI_BULK_COPY is 1 only here; the JIT instantiates the
+// kernels that use these only for such archs (arch_has_bulk_copy, lib/include/mori/symm/jit.hpp).
+#define MORI_BULK_COPY 1
+__device__ __forceinline__ u32 mori_smem(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mori_mbar_init(u64* bar, u32 arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mori_smem(bar)), "r"(arrivals) : "memory");
+}
+// Makes this thread's generic-proxy writes to shared memory (data, or a barrier's initialisation) visible to
+// the bulk copies it issues afterwards.
+__device__ __forceinline__ void mori_fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void mori_fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Arrives on the barrier and expects `bytes` more to be completed on it by bulk copies.
+__device__ __forceinline__ void mori_mbar_arrive_expect(u64* bar, u32 bytes) {
+  asm volatile(
+      "{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}" ::"r"(mori_smem(bar)),
+      "r"(bytes)
+      : "memory");
+}
+__device__ __forceinline__ bool mori_mbar_try_wait(u64* bar, u32 parity) {
+  u32 done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(done)
+      : "r"(mori_smem(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+// global -> shared, completed on `bar` (tx bytes). A block's own shared memory is a valid shared::cluster
+// address.
+__device__ __forceinline__ void mori_bulk_load(void* smem, const void* gmem, u32 bytes, u64* bar) {
+  const u32 dst = mori_smem(smem), b = mori_smem(bar);
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(gmem), "r"(bytes), "r"(b)
+      : "memory");
+}
+// shared -> global (peer memory included), tracked by bulk groups: commit, then wait.
+__device__ __forceinline__ void mori_bulk_store(void* gmem, const void* smem, u32 bytes) {
+  const u32 src = mori_smem(smem);
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gmem), "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mori_bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Until at most kPending committed groups still read their shared-memory source.
+template <int kPending>
+__device__ __forceinline__ void mori_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+}
+// Until every committed group has completed, its writes included.
+__device__ __forceinline__ void mori_bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+#endif
 #elif defined(MORI_KERNEL_PLATFORM_amd)
 // ---- AMD (hiprtc) ---------------------------------------------------------------------------------------------
 #define MORI_WAVE_SIZE warpSize
@@ -98,6 +161,9 @@ __device__ __forceinline__ void mori_grid_wait_previous() {}  // no overlapping 
 __device__ __forceinline__ void mori_grid_allow_next() {}
 #else
 #error "compile with -DMORI_KERNEL_PLATFORM_cuda or -DMORI_KERNEL_PLATFORM_amd"
+#endif
+#ifndef MORI_BULK_COPY
+#define MORI_BULK_COPY 0  // AMD, and NVIDIA before sm_90: no bulk copies
 #endif
 
 // The verification pattern: unique per (source rank, destination rank, 32-bit word, iteration tag), top bit

@@ -143,4 +143,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check("missing HOME, XDG_CACHE_HOME set: the cache goes there", rc == 3
           and f"under {xdg}/mori/jit/sm_90_cuda" in out and not os.path.exists(os.path.join(tmp, "c10")), out)
 
+    # 11. The bulk-copy write kernels of matrix.hip: compiled to a cubin (NVRTC runs ptxas) for sm_90 and newer
+    # only; sm_80 builds the rest without them (the prelude's MORI_BULK_COPY guard).
+    cache = os.path.join(tmp, "c11")
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache}, ["--archs", "sm_80,sm_90,sm_100", "--json", path])
+    doc = json.load(open(path)) if rc == 0 else None
+    os.unlink(path)
+    bulk = {}
+    for arch_doc in (doc or {}).get("jit_precompile", []):
+        e = next(x for x in arch_doc["entries"] if x["file"] == "matrix.hip")
+        with open(os.path.join(cache, arch_doc["arch"] + "_cuda", e["key"], "names.txt")) as f:
+            names = f.read()
+        bulk[arch_doc["arch"]] = ("matrix_bulk<0, 0>" in names and "matrix_bulk<1, 1>" in names,
+                                  "matrix_copy<1, 16, 1>" in names)
+    check(f"matrix bulk kernels per arch {bulk}", rc == 0 and bulk == {"sm_80": (False, True), "sm_90": (True, True),
+                                                                    "sm_100": (True, True)}, out)
+
 finish()

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include <cstdlib>
+#include <set>
 
 #include "mori/symm/doctor.hpp"
 #include "mori/symm/environment.hpp"
@@ -27,6 +28,8 @@ struct Options {
   bool matrix = false;
   double matrix_mib = 64;
   MatrixOptions mx;
+  std::string write_kernel = "auto";
+  std::string write_blocks = "auto";
 };
 
 int list_catalog(ToolEnv& env) {
@@ -78,7 +81,7 @@ int precompile(ToolEnv& env, const Options& o) {
     if (arch.rfind("sm_", 0) != 0 && arch.rfind("gfx", 0) != 0)
       throw UsageError("--archs: '" + arch + "' is not an arch like sm_90 or gfx942");
     Jit jit(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd");
-    for (const auto& spec : kernel_catalog()) {
+    for (const auto& spec : kernel_catalog(arch)) {
       jit.get(spec);
       if (env.is_root()) {
         const auto& st = jit.stats().back();
@@ -168,19 +171,49 @@ std::string gbps(const Json& v) {
   return buf;
 }
 
+std::string ratio(const Json& v) {
+  if (v.is_null()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", v.get<double>());
+  return buf;
+}
+
+// --write-kernel all: one line per (row, variant).
+void print_variants(const Json& m) {
+  std::printf("write kernels against the copy engine (CE), timed interleaved:\n");
+  std::printf("  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", "src->dst", "addr", "variant", "ran", "write GB/s",
+              "CE GB/s", "write/CE", "check");
+  for (const auto& r : m["rows"]) {
+    const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
+    for (const auto& x : r["write_variants"])
+      std::printf("  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", pair.c_str(),
+                  r["addressing"].get<std::string>().c_str(), x["variant"].get<std::string>().c_str(),
+                  x["kernel"].get<std::string>().c_str(), gbps(x["write_gbps"]).c_str(),
+                  gbps(x["copy_engine_write_gbps"]).c_str(), ratio(x["write_over_copy_engine"]).c_str(),
+                  x["verified"].get<bool>() ? "ok" : "WRONG");
+  }
+}
+
 void print_matrix(const Json& m) {
   std::printf("peer matrix (%s MiB, p50 latency of %d round trips / 2):\n",
               gbps(Json(m["bytes"].get<double>() / (1 << 20))).c_str(), m["rounds"].get<int>());
-  std::printf("  %-9s %-4s %12s %12s %12s %12s %12s\n", "src->dst", "addr", "write GB/s", "read GB/s",
-              "CE write", "lat us", "link GB/s");
+  std::printf("  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s\n", "src->dst", "addr", "write kernel",
+              "write GB/s", "read GB/s", "CE write", "write/CE", "lat us", "link GB/s");
+  std::set<std::string> notes;
   for (const auto& r : m["rows"]) {
     const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
-    std::printf("  %-9s %-4s %12s %12s %12s %12s %12s%s\n", pair.c_str(),
-                r["addressing"].get<std::string>().c_str(), gbps(r["write_gbps"]).c_str(),
-                gbps(r["read_gbps"]).c_str(), gbps(r["copy_engine_write_gbps"]).c_str(),
+    const auto& wk = r["write_kernel"];
+    if (wk.contains("fallback"))
+      notes.insert(wk["variant"].get<std::string>() + ": " + wk["fallback"].get<std::string>());
+    std::printf("  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s%s%s\n", pair.c_str(),
+                r["addressing"].get<std::string>().c_str(), wk["variant"].get<std::string>().c_str(),
+                gbps(r["write_gbps"]).c_str(), gbps(r["read_gbps"]).c_str(),
+                gbps(r["copy_engine_write_gbps"]).c_str(), ratio(r["write_over_copy_engine"]).c_str(),
                 gbps(r["latency_us_p50"]).c_str(), gbps(r["link_gbps"]).c_str(),
-                r.contains("status") ? "  TIMEOUT" : "");
+                r.contains("status") ? "  TIMEOUT" : "", r["write_verified"].get<bool>() ? "" : "  WRONG");
   }
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  if (!m["rows"].empty() && m["rows"][0].contains("write_variants")) print_variants(m);
 }
 
 int run(ToolEnv& env, const Options& o) {
@@ -246,6 +279,13 @@ int run(ToolEnv& env, const Options& o) {
     if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
   if (timed_out) return static_cast<int>(ExitCode::timeout);
+  if (o.matrix && doc["matrix"]["writes_wrong"].get<std::size_t>() > 0) {
+    if (env.is_root())
+      std::fprintf(stderr,
+                   "mori-probe: %zu matrix write(s) left wrong bytes in the peer's slot (WRONG above)\n",
+                   doc["matrix"]["writes_wrong"].get<std::size_t>());
+    return static_cast<int>(ExitCode::check_failed);
+  }
   return o.strict && has_error(diagnoses) ? static_cast<int>(ExitCode::check_failed) : 0;
 }
 
@@ -280,6 +320,20 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--iterations", o.mx.iterations, "--matrix: timed transfers per direction")
         ->capture_default_str();
+    app.add_option(
+           "--write-kernel", o.write_kernel,
+           "--matrix: the write kernel, auto|plain|stream|bulk|bulk-tma|all (all: every variant, each "
+           "against the copy engine)")
+        ->capture_default_str();
+    app.add_option("--write-blocks", o.write_blocks,
+                   "--matrix: write kernel blocks: auto, a count, or Nx = N per multiprocessor")
+        ->capture_default_str();
+    app.add_option("--write-unroll", o.mx.write.unroll,
+                   "--matrix: plain/stream loads in flight per thread, 4, 8 or 16 (0 = auto)")
+        ->capture_default_str();
+    app.add_option("--write-tile-kib", o.mx.write.tile_kib,
+                   "--matrix: bulk/bulk-tma staging buffer, KiB: 4, 8 or 16 (0 = auto)")
+        ->capture_default_str();
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");
   };
@@ -291,6 +345,9 @@ int main(int argc, char** argv) {
       throw UsageError("--pairs >= 0, --rounds in [1, 1000000], --iterations in [1, 10000]");
     if (o.windows < 1 || o.windows > 1 << 20) throw UsageError("--windows: must be in [1, 1048576]");
     if (!(o.deep_mib >= 2 && o.deep_mib <= 65536)) throw UsageError("--deep-mib: must be in [2, 65536]");
+    o.mx.write.kernel = parse_write_kernel(o.write_kernel);
+    parse_write_blocks(o.write_blocks, o.mx.write);
+    validate_write_kernel(o.mx.write);
   };
   spec.body = [&](ToolEnv& env) {
     if (o.list_diagnoses) return list_catalog(env);

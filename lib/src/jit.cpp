@@ -155,18 +155,6 @@ std::string hash_hex(const std::vector<std::string>& parts) {
   return buf;
 }
 
-std::vector<KernelSpec> kernel_catalog() {
-  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify", "a2a_delay", "a2a_ll<0>", "a2a_ll<1>"}};
-  for (const char* lsa : {"0", "1"})
-    for (const char* sync : {"0", "1"})
-      for (const char* unroll : {"4", "8"})
-        for (const char* direct : {"0", "1"})
-          a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
-                                       direct + ">");
-  return {a2a,
-          {"matrix.hip", {"matrix_copy<0>", "matrix_copy<1>", "matrix_pingpong<0>", "matrix_pingpong<1>"}}};
-}
-
 std::string kernel_dir() {
   if (const char* d = std::getenv("MORI_KERNEL_DIR"); d && *d) {
     if (!fs::is_directory(d)) throw UsageError(std::string("MORI_KERNEL_DIR: '") + d + "' is not a folder");

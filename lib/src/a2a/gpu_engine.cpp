@@ -44,7 +44,8 @@ class GpuEngine final : public A2aEngine {
         module_(c.rt, compile(jit_)),
         stream_(c.rt),
         src_(c.rt, c.src_bytes),
-        // Word 0..1: the wrong counter (u64); word 2: timed out; word 3 + q: rank q missing.
+        // Word 0..1: the wrong counter (u64); word 2: the epoch of the launch that timed out (0 = none); word
+        // 3 + q: rank q missing in that launch.
         status_(c.rt, 4 * (3 + static_cast<std::size_t>(c.world))) {
     c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.get());
     sync();
@@ -178,7 +179,7 @@ class GpuEngine final : public A2aEngine {
  private:
   static CompiledKernels compile(Jit& jit) {
     // The all-to-all uses the catalog's first entry; MORI_PRECOMPILE=1 builds the rest up front too.
-    const auto catalog = kernel_catalog();
+    const auto catalog = kernel_catalog(jit.arch());
     auto compiled = jit.get(catalog[0]);
     if (Jit::precompile_requested())
       for (std::size_t i = 1; i < catalog.size(); ++i) jit.get(catalog[i]);

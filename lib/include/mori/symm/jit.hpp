@@ -62,6 +62,7 @@ class Jit {
   std::string key_of(const KernelSpec& spec, const std::string& source);
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
+  const std::string& arch() const noexcept { return arch_; }
   Json stats_json() const;
   // MORI_PRECOMPILE=1: the caller should build every kernel of the catalog up front.
   static bool precompile_requested();
@@ -82,8 +83,12 @@ class Jit {
 // TimeoutError naming the lock and the pid that holds it.
 void set_jit_wait_bound(double seconds) noexcept;
 
-// Every kernel the suite uses, with its instantiations: what MORI_PRECOMPILE=1 and precompiling build.
-std::vector<KernelSpec> kernel_catalog();
+// Every kernel the suite uses for `arch`, with its instantiations: what MORI_PRECOMPILE=1 and precompiling
+// build. The bulk-copy kernels of matrix.hip are listed only where arch_has_bulk_copy(arch).
+std::vector<KernelSpec> kernel_catalog(const std::string& arch);
+// NVIDIA sm_90 and newer ("sm_90", "sm_90a", "sm_100"): the kernels may use the bulk copies of the Tensor
+// Memory Accelerator (kernels/prelude.hip sets MORI_BULK_COPY for them). False for AMD and "host".
+bool arch_has_bulk_copy(const std::string& arch);
 
 // Folder of the kernel sources: $MORI_KERNEL_DIR, <exe>/../share/mori/kernels, the source tree.
 std::string kernel_dir();
