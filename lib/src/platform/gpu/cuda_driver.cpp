@@ -1,6 +1,9 @@
 #include "cuda_driver.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
 
 #include <mutex>
 
@@ -13,6 +16,7 @@ std::string g_error;
 bool g_ok = false;
 
 void load_once() {
+  keep_caches_out_of_missing_home();
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* e = dlerror();
@@ -44,6 +48,14 @@ void load_once() {
 }
 
 }  // namespace
+
+void keep_caches_out_of_missing_home() {
+  const char* home = std::getenv("HOME");
+  const char* cache = std::getenv("CUDA_CACHE_PATH");
+  struct stat st {};
+  if (home && *home && !(cache && *cache) && (stat(home, &st) != 0 || !S_ISDIR(st.st_mode)))
+    setenv("CUDA_CACHE_DISABLE", "1", 0);
+}
 
 const Driver* load_driver(std::string* why) {
   static std::once_flag once;

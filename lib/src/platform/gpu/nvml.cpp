@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "cuda_driver.hpp"
 #include "mori/symm/detail/nvml.hpp"
 
 namespace mori::symm::detail {
@@ -70,6 +71,7 @@ const Api& api() {
   static Api a;
   static std::once_flag once;
   std::call_once(once, [] {
+    cuda::keep_caches_out_of_missing_home();
     a.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!a.lib) {
       const char* e = dlerror();
