@@ -13,6 +13,7 @@
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
+#include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
 namespace {
@@ -82,7 +83,10 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
 MpiSession::MpiSession(int* argc, char*** argv) {
   int inited = 0;
   MPI_Initialized(&inited);
-  if (!inited) MORI_CHECK_MPI(MPI_Init(argc, argv));
+  if (!inited) {
+    prepare_process_environment();
+    MORI_CHECK_MPI(MPI_Init(argc, argv));
+  }
   // Errors come back as codes, so that every failure is a typed exception with the call named.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }

@@ -161,6 +161,10 @@ std::unique_ptr<Runtime> make_host_runtime();
 
 // The GPU runtime of this build, or nullptr with the reason in *why_not (no driver, no device, not built).
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not);
+// Once per process, before MPI or any GPU library starts (MPI's own components may initialise the GPU
+// driver): on NVIDIA, keeps the driver's cache off a HOME that is not a folder, since the tools never create
+// a home (README "Reliability"). Elsewhere nothing.
+void prepare_process_environment() noexcept;
 
 // auto: GPU where a runtime and a device exist, else host with *notice saying why. gpu: throws ApiError if
 // none. host: the host runtime.

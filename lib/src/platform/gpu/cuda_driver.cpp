@@ -49,7 +49,7 @@ void load_once() {
 
 }  // namespace
 
-void keep_caches_out_of_missing_home() {
+void keep_caches_out_of_missing_home() noexcept {
   const char* home = std::getenv("HOME");
   const char* cache = std::getenv("CUDA_CACHE_PATH");
   struct stat st {};

@@ -11,9 +11,10 @@ namespace mori::symm::cuda {
 #define MORI_CUDA_DRIVER_CALLS(X)                                                                          \
   X(cuInit)                                                                                                \
   X(cuDriverGetVersion)                                                                                    \
-  X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)          \
-      X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)  \
-          X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetAllocationGranularity) X(cuMemCreate)           \
+  X(cuGetErrorName)                                                                                        \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)        \
+      X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)   \
+          X(cuCtxSynchronize) X(cuMemGetAllocationGranularity) X(cuMemCreate)                              \
               X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuMemAddressReserve)     \
                   X(cuMemMap) X(cuMemSetAccess) X(cuMemUnmap) X(cuMemRelease) X(cuMemAddressFree)          \
                       X(cuMemRetainAllocationHandle) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)            \
@@ -37,7 +38,7 @@ struct Driver {
 // start. The tools never create a home (README "Reliability"), and their kernels are cubins the driver need
 // not cache: where HOME is set but is not a folder and CUDA_CACHE_PATH is unset, the driver's cache is turned
 // off (CUDA_CACHE_DISABLE=1, unless the user set it) before either library is loaded.
-void keep_caches_out_of_missing_home();
+void keep_caches_out_of_missing_home() noexcept;
 
 // Loads the driver once (thread-safe). Returns null and sets *why when there is no usable driver.
 const Driver* load_driver(std::string* why);
