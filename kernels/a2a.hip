@@ -1,4 +1,4 @@
-// One-shot all-to-all over a symmetric window (README "mori-a2a", The contract). Every rank pushes chunk p of
+// One-shot all-to-all over a symmetric window (docs/mori-a2a.md "The contract"). Every rank pushes chunk p of
 // its source into rank p's window, slot `me` of the receive buffer of the current parity; then all ranks
 // synchronise. Both addressing models from one source:
 //   kLsa = 0: the destination base comes from the pointer array, peers[p]
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(512)
                                  mutate, status);
 }
 
-// Low-latency protocol ("ll"; README "mori-a2a", Synchronisation and protocols). The flag travels in the
+// Low-latency protocol ("ll"; docs/mori-a2a.md "Synchronisation and protocols"). The flag travels in the
 // data: each 32-bit word of a chunk goes out as one 64-bit word (flag << 32 | data), flag = the epoch this
 // launch completes, and the receiver unpacks a word once its flag is there. An aligned 64-bit relaxed access
 // is single-copy atomic, so the word's data comes with its flag: no fence, no counter and no barrier on the

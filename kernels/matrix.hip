@@ -1,6 +1,6 @@
 // Peer matrix kernels (mori-probe --matrix): bandwidth and put-with-signal latency between two ranks through
 // a symmetric window. kLsa = 0 forms the peer address from the pointer array, kLsa = 1 from base + idx *
-// stride. The write kernels are selected at run time (README "mori-probe", Peer matrix: --write-kernel). The
+// stride. The write kernels are selected at run time (docs/mori-probe.md "Peer matrix": --write-kernel). The
 // host runtime runs the same algorithm in C++ (lib/src/matrix.cpp).
 //
 // Signal pad words used here (each rank's pad, at signal_offset inside its slot):
@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(512)
 }
 
 #if MORI_BULK_COPY
-// Bulk-copy write (NVIDIA sm_90 and newer; README "mori-probe", Peer matrix): block b moves the tiles b,
+// Bulk-copy write (NVIDIA sm_90 and newer; docs/mori-probe.md "Peer matrix"): block b moves the tiles b,
 // b + grid, ... of `tile` bytes (a multiple of 16) from `local` to the peer's slot through two shared-memory
 // buffers of `tile` bytes (dynamic shared memory, 2 x tile). Each tile goes to the peer as one bulk copy from
 // shared memory, which overlaps the staging of the next tile into the other buffer.

@@ -3,7 +3,7 @@
 one line naming the option on every rank, and leave nothing behind (no socket, no /dev/shm object, no temp file,
 no journal folder).
 
-usage: bad_input_test.py BIN_DIR MPIRUN...     (--markdown: print the case table for the README instead)
+usage: bad_input_test.py BIN_DIR MPIRUN...  (--markdown: print the case table for docs/reliability.md instead)
 """
 import os
 import sys

@@ -11,7 +11,7 @@
 namespace mori::symm::detail {
 namespace {
 
-// Every point the library and the tools arm (README "Reliability"); teardown steps are matched by pattern.
+// Every point the library and the tools arm (docs/reliability.md); teardown steps are matched by pattern.
 constexpr const char* kKnownPoints[] = {
     "rendezvous.requests", "rendezvous.nobind.hang", "rendezvous.bind",
     "rendezvous.slow",     "rendezvous.send-lost",   "rendezvous.exchange",

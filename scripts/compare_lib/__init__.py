@@ -1,4 +1,4 @@
-"""The modules of scripts/compare (README "Comparing with NCCL and torch"), one file per concern:
+"""The modules of scripts/compare (docs/results.md "Comparing with NCCL and torch"), one file per concern:
 
   options.py     exit codes, UsageError, --chunk-kib and --systems
   stats.py       percentiles, time statistics, bandwidths, the fields of a failed row

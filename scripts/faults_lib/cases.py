@@ -1,6 +1,6 @@
 """The cases: each runs one faulty mori-a2a job (rank FAULTY is the faulty one) next to a bystander job, then
 records what the survivors did, what was left and whether the devices are usable, and the checks behind its
-verdict (README "GPU fault suite")."""
+verdict (docs/reliability.md "GPU fault suite")."""
 import os
 import shlex
 import signal
@@ -29,7 +29,7 @@ def case_args(a, name):
     args = ["--chunk-kib", str(chunk), "--iters", str(iters), "--timeout-s", str(a.timeout_s), "--sync", "device",
             "--addressing", "ptr", "--handle-type", "posix_fd"]
     if name == "kill-timed-graph":
-        # The graph row's timed phase is max(20, ceil(iters / K)) replays of K iterations (README "mori-a2a"):
+        # The graph row's timed phase is max(20, ceil(iters / K)) replays of K iterations (docs/mori-a2a.md):
         # with few --iters the rows before it stay short and the phase is 20 replays, K x 20 iterations.
         args += ["--graph", str(a.graph_k)]
     if name in SIGNALLED:
@@ -157,7 +157,7 @@ class Case:
             self.fault.update(at_s=0.0, basis="job start (no survivor timeout report)")
 
     def landing(self, p):
-        """Where the signal landed (README "GPU fault suite"): only "timed-loop" counts."""
+        """Where the signal landed (docs/reliability.md "GPU fault suite"): only "timed-loop" counts."""
         self.fault["landed"] = landing(p.lines, FAULTY, self.fault.get("timed_loop"), self.t_fault is not None)
         self.fault["in_timed_loop"] = self.fault["landed"] == "timed-loop"
         self.fault["steps_logged"] = len(steps_done(p.lines, FAULTY))

@@ -1,4 +1,4 @@
-// The all-to-all driver, the same for every backend (README "mori-a2a"): per chunk size, the ceiling; per
+// The all-to-all driver, the same for every backend (docs/mori-a2a.md): per chunk size, the ceiling; per
 // configuration, a verification over back-to-back epochs with rank skew, then timing, then the push alone and
 // the synchronisation alone in the same launch mode.
 #include <unistd.h>

@@ -9,7 +9,7 @@
 namespace mori::symm {
 namespace {
 constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
-// The automatic protocol (README "mori-a2a", Synchronisation and protocols), per placement (peers on other
+// The automatic protocol (docs/mori-a2a.md "Synchronisation and protocols"), per placement (peers on other
 // devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there. From
 // results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest from 4 KiB to 4 MiB
 // and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with 8 ranks on one H200

@@ -1,4 +1,4 @@
-// The one-shot all-to-all benchmark behind mori-a2a (README "mori-a2a" and "The all-to-all contract").
+// The one-shot all-to-all benchmark behind mori-a2a (docs/mori-a2a.md, "The contract" in particular).
 //
 // Every rank pushes chunk p of its source into rank p's window, then all ranks synchronise; repeat. The
 // driver (this header) is the same for every backend: it verifies each configuration over several
@@ -26,7 +26,7 @@ class Bootstrap;
 
 enum class Addressing { ptr, lsa };
 enum class SyncMode { host, device };
-// How device sync signals (README "mori-a2a", Synchronisation and protocols): simple = the last block fences
+// How device sync signals (docs/mori-a2a.md "Synchronisation and protocols"): simple = the last block fences
 // at system scope and stores one flag per peer; direct = every block adds to its destination's counter with
 // release semantics; ll = low latency, the flag travels in every 64-bit word of the data (twice the bytes, no
 // fence, no barrier).
@@ -120,7 +120,7 @@ std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
 std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
 
 // The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
-// placement (README "mori-a2a", Synchronisation and protocols).
+// placement (docs/mori-a2a.md "Synchronisation and protocols").
 std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device);
 // Parses --protocol: a comma-separated list of simple, direct, ll, or both (simple,direct), all, auto
 // (empty).

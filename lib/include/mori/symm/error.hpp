@@ -45,7 +45,7 @@ class TimeoutError : public Error {
 
 // Once any wait of this process has run past its bound, a rank is missing: the waits of the error and
 // teardown paths that follow (collectives, the final barrier) use min(bound, kExpiredWaitBoundS) instead of
-// the full bound again, so that a job with a hung rank ends within --timeout-s + 5 s (README "Reliability").
+// the full bound again, so that a job with a hung rank ends within --timeout-s + 5 s (docs/reliability.md).
 constexpr double kExpiredWaitBoundS = 1.5;
 void note_wait_bound_expired() noexcept;
 bool wait_bound_expired() noexcept;

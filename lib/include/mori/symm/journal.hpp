@@ -1,5 +1,5 @@
 // A per-rank step journal that survives a crash, and the report built from journals (lib/README.md,
-// Reports and exit codes; README, mori-teardown-repro).
+// Reports and exit codes; docs/mori-teardown-repro.md).
 //
 // Each step writes a "begin" line before it runs and an "end" line after, with write(2) on an O_APPEND fd, so
 // the last line of a journal says where the process died. A SIGSEGV/SIGBUS/SIGABRT handler appends the signal

@@ -15,7 +15,7 @@ namespace mori::symm {
 
 class Bootstrap;
 
-// The kernel that writes local -> peer for the write bandwidth (README "mori-probe", Peer matrix). auto: the
+// The kernel that writes local -> peer for the write bandwidth (docs/mori-probe.md "Peer matrix"). auto: the
 // default (today plain, 4 blocks per multiprocessor, 4 loads in flight); plain / stream: 16-byte loads, plain
 // or streaming stores; bulk / bulk-tma: tiles staged in shared memory (by loads / by a bulk copy) and written
 // with bulk copies (NVIDIA sm_90 and newer, else plain); all: every variant, each against the copy engine.

@@ -32,7 +32,7 @@ std::string to_string(const StepStatus& s);
 // The inverse of to_string; nullopt for text no step status is written as (an empty field).
 std::optional<StepStatus> parse_step_status(std::string_view text);
 
-// A teardown scenario's outcome on one rank, and over all ranks (README, mori-teardown-repro). pending: the
+// A teardown scenario's outcome on one rank, and over all ranks (docs/mori-teardown-repro.md). pending: the
 // scenario's teardown runs after the report (atexit); only --summarize can judge it.
 enum class TeardownOutcome { ok, leak, api_error, crash, hang, damaged, journal_error, pending };
 

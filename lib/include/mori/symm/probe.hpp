@@ -1,4 +1,4 @@
-// Capability probe by doing (README, mori-probe): for each handle type, record what the driver
+// Capability probe by doing (docs/mori-probe.md): for each handle type, record what the driver
 // claims, then try every step a window needs, in one process, and choose the handle type from what worked.
 #pragma once
 

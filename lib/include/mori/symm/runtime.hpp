@@ -163,7 +163,7 @@ std::unique_ptr<Runtime> make_host_runtime();
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not);
 // Once per process, before MPI or any GPU library starts (MPI's own components may initialise the GPU
 // driver): on NVIDIA, keeps the driver's cache off a HOME that is not a folder, since the tools never create
-// a home (README "Reliability"). Elsewhere nothing.
+// a home (docs/reliability.md). Elsewhere nothing.
 void prepare_process_environment() noexcept;
 
 // auto: GPU where a runtime and a device exist, else host with *notice saying why. gpu: throws ApiError if

@@ -35,7 +35,7 @@ struct Driver {
 };
 
 // The NVIDIA libraries keep a cache under $HOME/.nv and create that path, a missing home included, when they
-// start. The tools never create a home (README "Reliability"), and their kernels are cubins the driver need
+// start. The tools never create a home (docs/reliability.md), and their kernels are cubins the driver need
 // not cache: where HOME is set but is not a folder and CUDA_CACHE_PATH is unset, the driver's cache is turned
 // off (CUDA_CACHE_DISABLE=1, unless the user set it) before either library is loaded.
 void keep_caches_out_of_missing_home() noexcept;
