@@ -54,6 +54,13 @@ __device__ __forceinline__ int mori_wait_verdict(u64 t0, u64 timeout_ns, u32 epo
   return 1;
 }
 
+// A launch that starts after an earlier launch of this rank timed out sends nothing and waits for nothing
+// (its words would land in buffers that peers, slow but alive, may still be reading for an earlier epoch); it
+// only advances the epoch. The host reports the timeout once the stream is synchronised.
+__device__ __forceinline__ bool mori_abandoned(u32* status) {
+  return *reinterpret_cast<volatile u32*>(status) != 0;
+}
+
 __device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset) {
   return reinterpret_cast<MoriSignalPad*>(base + signal_offset);
 }
@@ -81,6 +88,7 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
       mori_spin_pause();
       const int verdict = mori_wait_verdict(t0, timeout_ns, epoch, status);
       if (verdict == 0) continue;
+      if (verdict == 1) status[1 + q] = 1;  // even if its flag lands during the loop below
       if (verdict == 1)
         for (int r = 0; r < world; ++r)
           if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0) status[1 + r] = 1;
@@ -173,12 +181,14 @@ __global__ void __launch_bounds__(512)
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
   const u32 epoch = *reinterpret_cast<volatile u32*>(&mine->epoch);
   const u32 parity = epoch & 1u;
-  mori_copy_chunk<kUnroll>(src + static_cast<u64>(p) * (L.pitch / 16),
-                           peer + parity * L.region + static_cast<u64>(me) * L.pitch, L.chunk, part,
-                           blocks_per_peer, mutate);
+  const bool abandoned = mori_abandoned(status);
+  if (!abandoned)
+    mori_copy_chunk<kUnroll>(src + static_cast<u64>(p) * (L.pitch / 16),
+                             peer + parity * L.region + static_cast<u64>(me) * L.pitch, L.chunk, part,
+                             blocks_per_peer, mutate);
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (kSync && kDirect) {
+    if (kSync && kDirect && !abandoned) {
       mori_red_add_release_sys(mori_pad(peer, L.signal_offset)->flags + world + me, 1u);
     } else {
       // This block's stores are ordered before its arrival at GPU scope; the last block's system-scope fence
@@ -186,7 +196,7 @@ __global__ void __launch_bounds__(512)
       __threadfence();
     }
   }
-  if (!mori_arrive_last(mine) || !kSync) return;
+  if (!mori_arrive_last(mine) || !kSync || abandoned) return;
   if (kDirect) {
     mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), epoch + 1u, timeout_ns, mutate, status);
     return;
@@ -213,7 +223,9 @@ __device__ __forceinline__ u64 mori_ll_word(u32 data, u32 flag) {
 }
 
 // A word carries this launch's flag or a later one. Later ones only come from a sender that broke the
-// contract (a mutant that skips its wait); accepting them lets the verification report it instead of a hang.
+// contract (a mutant that skips its wait; a launch queued behind a timeout sends nothing, see
+// mori_abandoned); accepting them lets the verification report it instead of a hang. (The signed difference
+// holds while epochs stay below 2^31 in one window's life, about 2 x 10^9 launches.)
 __device__ __forceinline__ bool mori_ll_reached(u64 word, u32 flag) {
   return static_cast<int>(static_cast<u32>(word >> 32) - flag) >= 0;
 }
@@ -268,7 +280,9 @@ __global__ void __launch_bounds__(512)
   const u32 parity = epoch & 1u, flag = epoch + 1u;
   char* recv = mybase + parity * L.region;
   const u64 staging = L.ll_offset + static_cast<u64>(parity) * world * L.ll_pitch;
-  if (slot == 0) {
+  if (mori_abandoned(status)) {
+    // nothing sent, nothing received: the epoch still advances below
+  } else if (slot == 0) {
     mori_copy_chunk<4>(src + static_cast<u64>(me) * (L.pitch / 16), recv + static_cast<u64>(me) * L.pitch,
                        L.chunk, part, blocks_per_peer, mutate);
   } else {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
@@ -93,6 +94,7 @@ struct A2aBench::Impl {
     placement = find_placement(boot, device, host, &time_sliced);
     if (placement.one_rank_per_device && !host) read_link_rates();
     refuse_time_slicing();
+    refuse_ll_that_cannot_fit();
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -112,7 +114,8 @@ struct A2aBench::Impl {
     win->rendezvous(boot);
     eng = detail::make_a2a_engine(
         {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch});
-    // Every flag of the ll staging starts as 0xFFFFFFFF, an epoch no launch reaches: fresh memory may hold
+    // Every flag of the ll staging starts as 0xFFFFFFFF, which the signed comparison of kernels/a2a.hip takes
+    // as older than any epoch below 2^31: fresh memory may hold
     // anything.
     eng->poison(wo.bytes);
     eng->sync();
@@ -124,7 +127,7 @@ struct A2aBench::Impl {
     std::uint64_t largest = 0;
     bool any = false;
     for (std::size_t ch : cfg.chunks) {
-      const auto ps = a2a_protocols(cfg, ch, placement.one_rank_per_device);
+      const auto ps = protocols(ch);
       if (std::find(ps.begin(), ps.end(), Protocol::ll) == ps.end()) continue;
       any = true;
       largest = std::max<std::uint64_t>(largest, ch);
@@ -195,7 +198,7 @@ struct A2aBench::Impl {
     // multiprocessors, and with ranks sharing a device those can be the ones another rank's kernel needs to
     // reach the barrier this kernel waits at (measured: 8 ranks on one H200 deadlocked until the bound
     // expired).
-    s.overlap = cfg.overlap_launch && placement.one_rank_per_device;
+    s.overlap = cfg.overlap_launch && placement.one_rank_per_device && overlapping_launch_exists();
     return s;
   }
 
@@ -207,8 +210,37 @@ struct A2aBench::Impl {
     return std::max(1, info.multiprocessors / (world * ranks));
   }
 
+  // As given, else the measured choice; auto never picks ll where its launches cannot all be resident.
   std::vector<Protocol> protocols(std::size_t chunk) const {
-    return a2a_protocols(cfg, chunk, placement.one_rank_per_device);
+    auto ps = a2a_protocols(cfg, chunk, placement.one_rank_per_device);
+    if (cfg.protocols.empty() && !ll_fits() && ps == std::vector<Protocol>{Protocol::ll})
+      return {Protocol::direct};
+    return ps;
+  }
+
+  // Programmatic dependent launch needs compute capability 9.0 (NVIDIA); elsewhere the attribute would be
+  // accepted and ignored, and the row would say "programmatic" for a plain launch.
+  bool overlapping_launch_exists() const {
+    if (rt.platform() != Platform::cuda || info.arch.rfind("sm_", 0) != 0) return false;
+    return std::atoi(info.arch.c_str() + 3) >= 90;
+  }
+
+  // Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
+  // resident: at least one block per peer and rank, one per multiprocessor.
+  bool ll_fits() const {
+    return rt.platform() == Platform::host ||
+           world * std::max(placement.max_ranks_per_device, 1) <= info.multiprocessors;
+  }
+
+  void refuse_ll_that_cannot_fit() const {
+    if (ll_fits() ||
+        std::find(cfg.protocols.begin(), cfg.protocols.end(), Protocol::ll) == cfg.protocols.end())
+      return;
+    throw UsageError(
+        "--protocol ll: " + std::to_string(world) + " ranks x " +
+        std::to_string(placement.max_ranks_per_device) + " ranks per GPU need more blocks than the " +
+        std::to_string(info.multiprocessors) +
+        " multiprocessors hold at once, and every block of an ll launch waits (use direct or simple)");
   }
 
   detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
@@ -288,9 +320,7 @@ struct A2aBench::Impl {
       std::fflush(stderr);
     }
     // The push alone is the plain push of the same bytes for every protocol: the floor all of them share.
-    PushSpec bare = s;
-    bare.sync = false;
-    bare.protocol = Protocol::simple;
+    PushSpec bare = spec(a, false, chunk);
     const A2aLayout empty = layout(0);
     // One iteration, the push alone and the synchronisation alone, in the row's launch mode.
     std::function<void()> iteration = [&] { eng->push(L, s); };

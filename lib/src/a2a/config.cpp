@@ -104,7 +104,8 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
     throw UsageError("--blocks-per-peer: must be in 0..65535");
   if (c.iters < 1 || c.iters > 1000000) throw UsageError("--iters: must be in 1..1000000");
   if (c.warmup < 0 || c.warmup > 100000) throw UsageError("--warmup: must be in 0..100000");
-  if (world > 1024) throw UsageError("world size: at most 1024 ranks");
+  // The direct protocol's wait gives one thread of a 512-thread block to each peer.
+  if (world > 512) throw UsageError("world size: at most 512 ranks");
   if (c.unroll != 0 && c.unroll != 4 && c.unroll != 8) throw UsageError("--unroll: must be 0 (auto), 4 or 8");
   if (c.verify_epochs < 2 || c.verify_epochs > 64)
     throw UsageError("--verify-epochs: must be in 2..64 (back-to-back epochs are what the check is for)");

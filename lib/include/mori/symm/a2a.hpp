@@ -43,7 +43,8 @@ struct A2aConfig {
   std::vector<Protocol> protocols;  // empty = auto (per placement, from measurements)
   int blocks_per_peer = 0;          // 0 = auto
   int unroll = 0;                   // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
-  bool overlap_launch = true;       // device-sync pushes launched to overlap their predecessor (--launch)
+  bool overlap_launch = true;  // pushes launched to overlap their predecessor where it exists (--launch):
+                               // CUDA sm_90+, one rank per GPU
   int warmup = 5;
   int iters = 20;
   int verify_epochs =

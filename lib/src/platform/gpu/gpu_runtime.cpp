@@ -315,7 +315,10 @@ class GpuRuntime final : public Runtime {
       const hipError_t e = compat::launch_overlapping(static_cast<hipFunction_t>(f), grid, block, 0,
                                                       static_cast<hipStream_t>(s), args);
       if (e == hipSuccess) return true;
-      // Refused (an older driver, or a launch this device cannot overlap): plain launches from now on.
+      // Only a refusal falls back (during a stream capture the capture is then already invalid, and the plain
+      // launch below reports that); any other error is the launch's own.
+      if (!compat::overlap_refused(e))
+        throw ApiError("cuLaunchKernelEx (programmatic)", __FILE__, __LINE__, hipGetErrorName(e));
       overlap_ok_ = false;
       spdlog::warn("programmatic launch refused ({}): plain launches from now on", hipGetErrorName(e));
     }

@@ -80,6 +80,17 @@ inline hipError_t launch_overlapping(hipFunction_t f, unsigned gx, unsigned bx, 
 #endif
 }
 
+// The driver declined an overlapping launch (an older driver, a device without it): plain launches do
+// instead.
+inline bool overlap_refused(hipError_t e) {
+#if defined(MORI_GPU_CUDA)
+  return e == CUDA_ERROR_NOT_SUPPORTED || e == CUDA_ERROR_INVALID_VALUE;
+#else
+  (void)e;
+  return false;
+#endif
+}
+
 // The driver's own claims about the handle types; AMD has no such attributes (-1 = no attribute).
 inline int attribute_posix_fd(int dev) {
 #if defined(MORI_GPU_CUDA)
