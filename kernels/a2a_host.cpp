@@ -213,7 +213,7 @@ class HostEngine final : public A2aEngine {
 
   // One chunk into a receive slot, with the stale (no stores) and overrun (16 bytes past) mutations.
   static void store_chunk(char* d, const char* s, std::uint64_t chunk, std::uint32_t mutate) {
-    if (!(mutate & kMutateStale)) std::memcpy(d, s, chunk);
+    if (chunk && !(mutate & kMutateStale)) std::memcpy(d, s, chunk);  // s may be null when chunk is 0
     if (mutate & kMutateOverrun) std::memset(d + (chunk + 15) / 16 * 16, 0x5A, 16);
   }
 
