@@ -198,9 +198,9 @@ class HostEngine final : public A2aEngine {
           },
           "ll flags of epoch " + std::to_string(flag));
     }
+    std::vector<std::uint32_t> data(static_cast<std::size_t>(words));  // one source's words, unpacked
     for (int k = 1; k < c_.world; ++k) {
       const int q = (c_.me + c_.world - k) % c_.world;
-      std::vector<std::uint32_t> data(static_cast<std::size_t>(words));
       for (std::uint64_t w = 0; w < words; ++w)
         data[w] = static_cast<std::uint32_t>(
             std::atomic_ref<std::uint64_t>(slot(q)[w]).load(std::memory_order_relaxed));

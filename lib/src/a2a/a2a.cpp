@@ -202,13 +202,15 @@ struct A2aBench::Impl {
     return s;
   }
 
-  // Every block of an ll launch waits for its peer's block, so the launches of all ranks of a device must be
+  // Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
   // resident at once: at most one block per multiprocessor across them (a block of 512 threads always fits).
+  // The blocks per peer that allows; 0 = not even one (then auto does not pick ll and --protocol ll is
+  // refused, so ll only ever runs with at least 1).
   int ll_block_limit() const {
     if (rt.platform() == Platform::host) return 65535;
-    const int ranks = std::max(placement.max_ranks_per_device, 1);
-    return std::max(1, info.multiprocessors / (world * ranks));
+    return info.multiprocessors / (world * std::max(placement.max_ranks_per_device, 1));
   }
+  bool ll_fits() const { return ll_block_limit() >= 1; }
 
   // As given, else the measured choice; auto never picks ll where its launches cannot all be resident.
   std::vector<Protocol> protocols(std::size_t chunk) const {
@@ -223,13 +225,6 @@ struct A2aBench::Impl {
   bool overlapping_launch_exists() const {
     if (rt.platform() != Platform::cuda || info.arch.rfind("sm_", 0) != 0) return false;
     return std::atoi(info.arch.c_str() + 3) >= 90;
-  }
-
-  // Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
-  // resident: at least one block per peer and rank, one per multiprocessor.
-  bool ll_fits() const {
-    return rt.platform() == Platform::host ||
-           world * std::max(placement.max_ranks_per_device, 1) <= info.multiprocessors;
   }
 
   void refuse_ll_that_cannot_fit() const {
