@@ -5,7 +5,7 @@ import math
 import time
 
 from .cases import JOB_GRACE_S
-from .jobs import AFTER_S, BYSTANDER_UP_S, OUTPUT_S
+from .jobs import AFTER_S, BYSTANDER_UP_S, OUTPUT_S, RECOVER_S
 from .leftovers import SETTLE_S, SMI_S
 from .procs import KILL_S
 
@@ -15,11 +15,12 @@ STEPS_S = 5  # the /proc scans and short steps of a case, and the cleanup's own
 
 def worst_case_s(a, name):
     """The longest the case can take: the wait for its fault, the job's bound after it (then killed), the
-    bystander's start and stop, the leftovers' settling, the all-to-all after it and the memory readings."""
+    bystander's start and stop, the leftovers' settling, the all-to-all after it (tried again for RECOVER_S when it
+    fails) and the memory readings."""
     fault = {"no-launch": 0, "die-in-rendezvous": a.announce_limit_s}.get(name, a.announce_limit_s + a.settle_s)
     job = a.timeout_s + JOB_GRACE_S + KILL_S + OUTPUT_S
     bystander = BYSTANDER_UP_S + KILL_S + OUTPUT_S if a.bystander else 0
-    after = SETTLE_S + AFTER_S + KILL_S + OUTPUT_S
+    after = SETTLE_S + AFTER_S + KILL_S + OUTPUT_S + RECOVER_S + KILL_S + OUTPUT_S
     smi = 2 * SMI_S + 1 if a.backend == "gpu" else 0
     return math.ceil(fault + job + bystander + after + smi + STEPS_S)
 

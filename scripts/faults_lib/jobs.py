@@ -15,6 +15,8 @@ from .procs import MARK, kill_group, kill_marked, sh, wait_for_rank
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BYSTANDER_UP_S = 30  # the bystander's rank 1 is up within this, or the case notes it did not come up
 AFTER_S = 60  # the all-to-all after a case ends within this, or it is killed (then KILL_S more)
+RECOVER_S = 30  # after a failed first try, the all-to-all is tried again for this long ...
+RETRY_GAP_S = 3  # ... this far apart
 OUTPUT_S = 1.0  # output(): after a job's end, the pipe gets this long to drain
 
 
@@ -111,7 +113,31 @@ class Run:
 
     # ---- after the case: a short verified all-to-all on the same devices --------------------------------------
     def usable_after(self, mark, world, extra):
-        """gpu_usable_after: a short all-to-all (device sync; a graph of 4 on the GPU) exits 0 with nothing wrong."""
+        """gpu_usable_after: a short all-to-all (device sync; a graph of 4 on the GPU) exits 0 with nothing wrong.
+        `usable` is the first try, right after the case. When it fails, the same job is tried again every
+        RETRY_GAP_S for RECOVER_S: `recovered_after_s` says when the devices took a job again (None: not within
+        that), `retries` what each try did."""
+        res = self.after_job(mark, world, extra, AFTER_S)
+        res["retries"] = []
+        res["recovered_after_s"] = None
+        if res["usable"]:
+            return res
+        t0 = time.monotonic()
+        deadline = t0 + RECOVER_S
+        while time.monotonic() + RETRY_GAP_S < deadline:
+            time.sleep(RETRY_GAP_S)
+            at = round(time.monotonic() - t0 + res["seconds"], 2)
+            r = self.after_job(mark, world, extra, max(5.0, deadline - time.monotonic()))
+            res["retries"].append({"at_s": at, "usable": r["usable"], "rc": r["rc"], "wrong": r["wrong"],
+                                   "output_tail": r.get("output_tail", "")[-300:]})
+            if r["usable"]:
+                res["recovered_after_s"] = at
+                break
+            if r["rc"] is None:  # it did not end in time: no point in another
+                break
+        return res
+
+    def after_job(self, mark, world, extra, bound_s):
         a = self.a
         jpath = os.path.join(self.logs, f"after-{self.n + 1}.json")
         t0 = time.monotonic()
@@ -119,7 +145,7 @@ class Run:
                                "--timeout-s", str(a.timeout_s), "--json", jpath] +
                        (["--graph", "4"] if a.backend == "gpu" else []), mark, extra)
         try:
-            rc = u.wait(timeout=AFTER_S)
+            rc = u.wait(timeout=bound_s)
         except subprocess.TimeoutExpired:
             rc = None
             kill_group(u)

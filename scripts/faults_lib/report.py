@@ -45,6 +45,13 @@ def landed(c):
     return "loop" if f["in_timed_loop"] else f.get("landed", "elsewhere")
 
 
+def usable(u):
+    if u["usable"]:
+        return "yes"
+    after = u.get("recovered_after_s")
+    return f"NO, ok {after:.0f}s later" if after is not None else "NO"
+
+
 def table(doc):
     rows = [("case", "config", "W", "rc", "secs", "named", "landed", "bystander", "usable", "left", "wall", "ok")]
     for c in doc["cases"]:
@@ -56,7 +63,7 @@ def table(doc):
         rows.append((c["name"], c["config"], str(c["world"]), str(c["mpirun_rc"]),
                      "hung" if c["hung"] else str(c["job_seconds"]), "yes" if c["named_missing"] else "no",
                      landed(c), {True: "ok", False: "DIED", None: "-"}[c["other_mps_clients_survived"]],
-                     "yes" if c["gpu_usable_after"]["usable"] else "NO", left, str(c["wall_seconds"]),
+                     usable(c["gpu_usable_after"]), left, str(c["wall_seconds"]),
                      "ok" if c["ok"] else "FAIL"))
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
