@@ -52,6 +52,7 @@ class HostEngine final : public A2aEngine {
     }
   }
 
+  // simple, direct, and copy (the host's copies are memcpy either way, so copy runs as simple).
   void push(const A2aLayout& L, const PushSpec& sp) override {
     if (sp.sync && sp.protocol == Protocol::ll) return push_ll(L, sp);
     const std::uint32_t parity = epoch_word(c_.me).load(std::memory_order_acquire) & 1u;

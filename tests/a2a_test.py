@@ -68,14 +68,14 @@ with tempfile.TemporaryDirectory() as tmp:
     doc = json.load(open(j)) if os.path.exists(j) else None
     check("tail overrun: exit 1, wrong > 0", rc == 1 and doc is not None and doc["wrong"] > 0, out)
 
-    # The three device-sync protocols side by side (simple, direct, ll), tails included: every row right, and
-    # every mutant caught under each protocol (the ll protocol has its own receive path, flags in the data).
+    # The four device-sync protocols side by side (simple, direct, ll, copy), tails included: every row right,
+    # and every mutant caught under each protocol (the ll protocol has its own receive path, flags in the data).
     j = os.path.join(tmp, "protocols.json")
     rc, out = job(4, ["--chunk-kib", "1,64", "--protocol", "all", "--sync", "device", "--iters", "3", "--json", j])
     doc = json.load(open(j)) if os.path.exists(j) else None
     rows = doc["results"] if doc else []
-    check("--protocol all, 4 ranks: simple, direct and ll rows, every element right, ll sync alone measured",
-          rc == 0 and {r["protocol"] for r in rows} == {"simple", "direct", "ll"} and len(rows) == 12
+    check("--protocol all, 4 ranks: simple, direct, ll and copy rows, every element right, ll sync alone measured",
+          rc == 0 and {r["protocol"] for r in rows} == {"simple", "direct", "ll", "copy"} and len(rows) == 16
           and all(r["wrong"] == 0 for r in rows)
           and all(r["sync_only_us"] > 0 for r in rows if r["protocol"] == "ll"), out)
     rc, out = job(3, ["-b", "1", "-e", "100", "-f", "7", "--protocol", "ll", "--sync", "device", "--iters", "3",
@@ -83,7 +83,7 @@ with tempfile.TemporaryDirectory() as tmp:
     doc = json.load(open(j)) if os.path.exists(j) else None
     check("ll tails: 1, 7, 49 bytes verified right", rc == 0 and doc is not None and doc["wrong"] == 0
           and sorted({r["chunk_bytes"] for r in doc["results"]}) == [1, 7, 49], out)
-    for proto in ("simple", "direct", "ll"):
+    for proto in ("simple", "direct", "ll", "copy"):
         for fault in ("a2a.no-barrier:0", "a2a.stale:1", "a2a.overrun:2"):
             if os.path.exists(j):
                 os.unlink(j)

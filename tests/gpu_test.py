@@ -218,8 +218,8 @@ def case_a2a(tmp, count, where):
           rc == 0 and doc is not None and doc.get("wrong") == 0 and len(res) > 0
           and all(r.get("wrong") == 0 and r.get("sync") == "device" for r in res), out)
     protos = {(r.get("protocol"), r.get("graph")) for r in res}
-    check(f"simple, direct and ll each ran with and without a graph ({sorted(protos)})",
-          protos == {(p, g) for p in ("simple", "direct", "ll") for g in (False, True)}, out)
+    check(f"simple, direct, ll and copy each ran with and without a graph ({sorted(protos)})",
+          protos == {(p, g) for p in ("simple", "direct", "ll", "copy") for g in (False, True)}, out)
     graphs = {(r.get("addressing"), r.get("chunk_bytes")) for r in res if r.get("graph") and r.get("graph_iters") == 4}
     check(f"graph replays of 4 iterations ran for both addressing models and both chunks ({sorted(graphs)})",
           len(graphs) == 4 and all(r.get("total_bw_gbps", 0) > 0 for r in res), out)
@@ -254,7 +254,7 @@ def case_mutants(tmp, count, where):
             f"\nhint: the string '{fault.split(':')[0]}' occurs in neither mori-a2a nor libmori_symm: this build "
             "may not have that fault point (or was configured with -DMORI_FAULT_INJECTION=OFF)")
         per = {p: sum(r.get("wrong", 0) for r in (doc or {}).get("results", []) if r.get("protocol") == p)
-               for p in ("simple", "direct", "ll")}
+               for p in ("simple", "direct", "ll", "copy")}
         check(f"MORI_FAULT={fault}: the verification catches it under every protocol: exit 1 and wrong > 0 "
               f"(exit {rc}, wrong per protocol {per if doc else 'no JSON'})",
               rc == 1 and isinstance(wrong, int) and all(v > 0 for v in per.values()), out + hint)

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
     app.add_option(
            "--protocol", o.protocol,
-           "Device-sync signalling: simple, direct, ll (comma-separated), both (simple,direct), all, or "
+           "Device-sync signalling: simple, direct, ll, copy (comma-separated), both (simple,direct), all, or "
            "auto (the one measured fastest at each size)")
         ->capture_default_str();
     app.add_option("--launch", o.launch,

@@ -193,12 +193,15 @@ struct A2aBench::Impl {
                                             : auto_blocks_per_peer(info.multiprocessors, world, chunk,
                                                                    kThreads, placement.one_rank_per_device);
     if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
+    if (sync && proto == Protocol::copy)
+      s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
     // Programmatic launches only with one rank per device: a successor waiting on the device holds its
     // multiprocessors, and with ranks sharing a device those can be the ones another rank's kernel needs to
     // reach the barrier this kernel waits at (measured: 8 ranks on one H200 deadlocked until the bound
     // expired).
-    s.overlap = cfg.overlap_launch && placement.one_rank_per_device && overlapping_launch_exists();
+    s.overlap = cfg.overlap_launch && placement.one_rank_per_device && overlapping_launch_exists() &&
+                !(sync && proto == Protocol::copy);  // the barrier's predecessor is a copy, not a kernel
     return s;
   }
 

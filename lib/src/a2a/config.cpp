@@ -33,6 +33,8 @@ const char* to_string(Protocol p) noexcept {
       return "direct";
     case Protocol::ll:
       return "ll";
+    case Protocol::copy:
+      return "copy";
     case Protocol::simple:
       break;
   }
@@ -42,7 +44,7 @@ const char* to_string(Protocol p) noexcept {
 std::vector<Protocol> parse_protocols(const std::string& text) {
   if (text == "auto") return {};
   if (text == "both") return {Protocol::simple, Protocol::direct};
-  if (text == "all") return {Protocol::simple, Protocol::direct, Protocol::ll};
+  if (text == "all") return {Protocol::simple, Protocol::direct, Protocol::ll, Protocol::copy};
   std::vector<Protocol> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -53,9 +55,11 @@ std::vector<Protocol> parse_protocols(const std::string& text) {
       p = Protocol::direct;
     } else if (name == "ll") {
       p = Protocol::ll;
+    } else if (name == "copy") {
+      p = Protocol::copy;
     } else if (name != "simple") {
       throw UsageError("--protocol: unknown value '" + name +
-                       "' (accepted: simple, direct, ll, comma-separated, or both, all, auto)");
+                       "' (accepted: simple, direct, ll, copy, comma-separated, or both, all, auto)");
     }
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
     pos = end + 1;
@@ -110,6 +114,15 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
   if (c.verify_epochs < 2 || c.verify_epochs > 64)
     throw UsageError("--verify-epochs: must be in 2..64 (back-to-back epochs are what the check is for)");
   if (c.skew_us > 1e6) throw UsageError("--skew-us: at most 1000000 (1 s)");
+  // The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
+  // have, so a captured graph holds fixed parities: each replay must start at the parity of the capture,
+  // which an even number of launches per graph keeps (docs/mori-a2a.md "Synchronisation and protocols").
+  if (std::find(c.protocols.begin(), c.protocols.end(), Protocol::copy) != c.protocols.end() && c.graph > 0 &&
+      (c.graph % 2 || c.verify_epochs % 2))
+    throw UsageError("--protocol copy with --graph: --graph (" + std::to_string(c.graph) +
+                     ") and --verify-epochs (" + std::to_string(c.verify_epochs) +
+                     ") must be even (the copies' receive buffers alternate by launch and a graph replays "
+                     "fixed ones)");
 }
 
 int auto_unroll(std::size_t chunk_bytes) {

@@ -21,18 +21,32 @@ using detail::OwnedBuffer;
 using detail::OwnedEvent;
 using detail::OwnedStream;
 
+// A replay advances the device epoch by the launches it captured; the engine's host copy of the epoch
+// follows. A graph holding the copy protocol's copies holds fixed receive buffers: it may only start at the
+// parity it was captured at (validate_a2a keeps the launches per graph even, so replays keep it).
 class GpuGraph final : public CapturedGraph {
  public:
-  GpuGraph(Runtime& rt, GraphExec g, Stream s) : rt_(rt), g_(g), s_(s) {}
+  GpuGraph(Runtime& rt, GraphExec g, Stream s, std::uint32_t* epoch, std::uint32_t launches, int fixed_parity)
+      : rt_(rt), g_(g), s_(s), epoch_(epoch), launches_(launches), fixed_parity_(fixed_parity) {}
   ~GpuGraph() override { rt_.graph_destroy(g_); }
   GpuGraph(const GpuGraph&) = delete;
   GpuGraph& operator=(const GpuGraph&) = delete;
-  void launch() override { rt_.graph_launch(g_, s_); }
+  void launch() override {
+    if (fixed_parity_ >= 0 && static_cast<int>(*epoch_ & 1u) != fixed_parity_)
+      throw Error(ExitCode::runtime,
+                  "a2a copy protocol: a graph captured at epoch parity " + std::to_string(fixed_parity_) +
+                      " replayed at the other parity (an odd number of launches ran in between)");
+    rt_.graph_launch(g_, s_);
+    *epoch_ += launches_;
+  }
 
  private:
   Runtime& rt_;
   GraphExec g_;
   Stream s_;
+  std::uint32_t* epoch_;
+  std::uint32_t launches_;
+  int fixed_parity_;
 };
 
 class GpuEngine final : public A2aEngine {
@@ -49,6 +63,7 @@ class GpuEngine final : public A2aEngine {
         status_(c.rt, 4 * (3 + static_cast<std::size_t>(c.world))) {
     c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.get());
     sync();
+    c_.rt.copy_to_host(&epoch_, epoch_ptr(), sizeof(epoch_));
   }
 
   void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.get()); }
@@ -63,6 +78,13 @@ class GpuEngine final : public A2aEngine {
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
+    if (sp.sync && sp.protocol == Protocol::copy) return push_copy(L, sp);
+    launch_push(L, sp);
+  }
+
+  // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
+  // as enqueued, so the host knows the parity of the next launch.
+  void launch_push(const A2aLayout& L, const PushSpec& sp) {
     const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
     const std::string name = sp.sync && sp.protocol == Protocol::ll
                                  ? std::string("a2a_ll<") + lsa_arg + ">"
@@ -87,6 +109,25 @@ class GpuEngine final : public A2aEngine {
       c_.rt.launch(module_.function(name), {grid}, {kThreads}, 0, stream_.get(), args);
       overlapped_ = false;
     }
+    ++epoch_;
+  }
+
+  // The copy protocol (docs/mori-a2a.md "Synchronisation and protocols"): the copy engines write this rank's
+  // chunks into every peer's receive buffer of the next launch's parity, then simple's barrier runs as a
+  // zero-byte launch. Stream order completes the copies before that kernel starts; its system-scope fence and
+  // flags then publish them as they publish a kernel's own stores. The copies cannot read the status word, so
+  // after an expired wait they still run (the barrier behind them sends nothing).
+  void push_copy(const A2aLayout& L, const PushSpec& sp) {
+    if (L.chunk && !(sp.mutate & kMutateStale))
+      copy_to_peers(L, (epoch_ & 1u) * L.region, (sp.mutate & kMutateOverrun) != 0);
+    copied_since_capture_ = true;
+    PushSpec barrier = sp;
+    barrier.protocol = Protocol::simple;
+    barrier.blocks_per_peer = 1;
+    barrier.overlap = false;  // its predecessor is a copy, not a kernel
+    A2aLayout none = L;
+    none.chunk = 0;
+    launch_push(none, barrier);
   }
 
   void delay(double us) override {
@@ -105,17 +146,23 @@ class GpuEngine final : public A2aEngine {
     c_.rt.launch(module_.function("a2a_verify"), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(), args);
   }
 
-  void copy_peers(const A2aLayout& L) override {
+  void copy_peers(const A2aLayout& L) override { copy_to_peers(L, 0, false); }
+
+  // Chunk p of the source into rank p's receive slot `me`, `offset` bytes into its window, by the copy
+  // engines, one stream per peer forked from and joined back into the engine's stream. Overrun (the
+  // verification's own test): 16 bytes past each chunk.
+  void copy_to_peers(const A2aLayout& L, std::uint64_t offset, bool overrun) {
     ensure_side_streams();
     c_.rt.event_record(fork_->get(), stream_.get());
     for (int k = 0; k < c_.world; ++k) {
       const int p = (c_.me + k) % c_.world;
       auto& side = side_[static_cast<std::size_t>(k)];
       c_.rt.stream_wait_event(side.get(), fork_->get());
-      char* dst = static_cast<char*>(c_.win.peer_ptrs()[static_cast<std::size_t>(p)]) +
+      char* dst = static_cast<char*>(c_.win.peer_ptrs()[static_cast<std::size_t>(p)]) + offset +
                   static_cast<std::size_t>(c_.me) * L.pitch;
       c_.rt.copy_async(dst, static_cast<const char*>(src_.p) + static_cast<std::size_t>(p) * L.pitch, L.chunk,
                        side.get());
+      if (overrun) c_.rt.memset_async(dst + (L.chunk + 15) / 16 * 16, 0x5A, 16, side.get());
       c_.rt.event_record(joins_[static_cast<std::size_t>(k)].get(), side.get());
       c_.rt.stream_wait_event(stream_.get(), joins_[static_cast<std::size_t>(k)].get());
     }
@@ -158,17 +205,24 @@ class GpuEngine final : public A2aEngine {
   }
 
   std::unique_ptr<CapturedGraph> capture(const std::function<void()>& fn) override {
+    // Captured launches run only when the graph is launched: the host's epoch advances then, not now.
+    const std::uint32_t start = epoch_;
+    copied_since_capture_ = false;
     c_.rt.capture_begin(stream_.get());
     try {
       fn();
     } catch (...) {
+      epoch_ = start;
       try {
         c_.rt.graph_destroy(c_.rt.capture_end(stream_.get()));
       } catch (...) {
       }
       throw;
     }
-    return std::make_unique<GpuGraph>(c_.rt, c_.rt.capture_end(stream_.get()), stream_.get());
+    const std::uint32_t launches = epoch_ - start;
+    epoch_ = start;
+    return std::make_unique<GpuGraph>(c_.rt, c_.rt.capture_end(stream_.get()), stream_.get(), &epoch_,
+                                      launches, copied_since_capture_ ? static_cast<int>(start & 1u) : -1);
   }
 
   std::string copy_kind() const override { return "copy_engine"; }
@@ -201,6 +255,8 @@ class GpuEngine final : public A2aEngine {
 
   EngineContext c_;
   bool overlapped_ = false;
+  std::uint32_t epoch_ = 0;  // the device epoch once everything enqueued so far has run
+  bool copied_since_capture_ = false;
   int sms_;
   Jit jit_;
   KernelModule module_;

@@ -29,8 +29,8 @@ enum class SyncMode { host, device };
 // How device sync signals (docs/mori-a2a.md "Synchronisation and protocols"): simple = the last block fences
 // at system scope and stores one flag per peer; direct = every block adds to its destination's counter with
 // release semantics; ll = low latency, the flag travels in every 64-bit word of the data (twice the bytes, no
-// fence, no barrier).
-enum class Protocol { simple, direct, ll };
+// fence, no barrier); copy = the copy engines move the chunks, then a kernel runs simple's barrier.
+enum class Protocol { simple, direct, ll, copy };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
 const char* to_string(Protocol p) noexcept;

@@ -1,0 +1,34 @@
+#include <gtest/gtest.h>
+
+#include "mori/symm/a2a.hpp"
+#include "mori/symm/error.hpp"
+
+using namespace mori::symm;
+
+TEST(A2aConfig, ProtocolListsNameCopy) {
+  EXPECT_EQ(parse_protocols("copy"), std::vector<Protocol>{Protocol::copy});
+  EXPECT_EQ(parse_protocols("direct,copy,direct"), (std::vector<Protocol>{Protocol::direct, Protocol::copy}));
+  EXPECT_EQ(parse_protocols("all"),
+            (std::vector<Protocol>{Protocol::simple, Protocol::direct, Protocol::ll, Protocol::copy}));
+  EXPECT_STREQ(to_string(Protocol::copy), "copy");
+  EXPECT_THROW(parse_protocols("copy,ce"), UsageError);
+}
+
+// A graph holds the copy protocol's copies at fixed parities: its launches per replay must be even.
+TEST(A2aConfig, CopyInAGraphNeedsEvenLaunches) {
+  A2aConfig c;
+  c.chunks = {4096};
+  c.protocols = {Protocol::copy};
+  c.graph = 16;
+  EXPECT_NO_THROW(validate_a2a(c, 2, 0, false));
+  c.graph = 15;
+  EXPECT_THROW(validate_a2a(c, 2, 0, false), UsageError);
+  c.graph = 16;
+  c.verify_epochs = 5;
+  EXPECT_THROW(validate_a2a(c, 2, 0, false), UsageError);
+  c.protocols = {Protocol::direct};  // parities are read on the device: any count
+  EXPECT_NO_THROW(validate_a2a(c, 2, 0, false));
+  c.protocols = {Protocol::copy};
+  c.graph = 0;  // launched one by one, the host knows every launch's parity
+  EXPECT_NO_THROW(validate_a2a(c, 2, 0, false));
+}
