@@ -32,3 +32,16 @@ TEST(A2aConfig, CopyInAGraphNeedsEvenLaunches) {
   c.graph = 0;  // launched one by one, the host knows every launch's parity
   EXPECT_NO_THROW(validate_a2a(c, 2, 0, false));
 }
+
+// auto: copy from 64 MiB where ranks share a device (measured), never across devices (not measured); simple
+// instead where a graph could not hold it.
+TEST(A2aConfig, AutoPicksCopyForLargeChunksOnASharedDevice) {
+  A2aConfig c;
+  c.graph = 16;
+  const std::size_t big = std::size_t{64} << 20;
+  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::copy});
+  EXPECT_EQ(a2a_protocols(c, big / 4, false), std::vector<Protocol>{Protocol::direct});
+  EXPECT_EQ(a2a_protocols(c, big, true), std::vector<Protocol>{Protocol::simple});
+  c.graph = 3;
+  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::simple});
+}

@@ -10,15 +10,18 @@ namespace mori::symm {
 namespace {
 constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
 // The automatic protocol (docs/mori-a2a.md "Synchronisation and protocols"), per placement (peers on other
-// devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there. From
-// results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest from 4 KiB to 4 MiB
-// and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with 8 ranks on one H200
-// ll is fastest at 4 KiB only (6.87 vs 7.20 us), direct up to 16 MiB, simple at 64 MiB.
+// devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there, copy
+// from copy_from. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
+// from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
+// 8 ranks on one H200 ll is fastest at 4 KiB only (6.87 vs 7.20 us), direct up to 16 MiB; and from
+// results/h200/protocol-sweep-copy/: copy at 64 MiB (2034 vs 2146 us, 0.996 of the ceiling), not at 16 MiB
+// (537 vs 531). copy was not measured on 2 GPUs, so auto does not pick it there.
 struct AutoProtocol {
-  std::size_t ll_up_to, simple_from;
+  std::size_t ll_up_to, simple_from, copy_from;
 };
-constexpr AutoProtocol kRemote{0, std::size_t{16} << 20};
-constexpr AutoProtocol kShared{std::size_t{4} << 10, std::size_t{64} << 20};
+constexpr std::size_t kNever = ~std::size_t{0};
+constexpr AutoProtocol kRemote{0, std::size_t{16} << 20, kNever};
+constexpr AutoProtocol kShared{std::size_t{4} << 10, std::size_t{64} << 20, std::size_t{64} << 20};
 }  // namespace
 
 const char* to_string(Addressing a) noexcept {
@@ -71,6 +74,9 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
   if (!c.protocols.empty()) return c.protocols;
   const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
   if (chunk_bytes <= a.ll_up_to) return {Protocol::ll};
+  // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
+  const bool copy_fits = c.graph % 2 == 0 && c.verify_epochs % 2 == 0;
+  if (chunk_bytes >= a.copy_from && copy_fits) return {Protocol::copy};
   return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};
 }
 
