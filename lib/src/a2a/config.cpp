@@ -15,7 +15,7 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far
 // from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
 // 8 ranks on one H200 ll is fastest at 4 KiB only (6.87 vs 7.20 us), direct up to 16 MiB; and from
 // results/h200/protocol-sweep-copy/: copy at 64 MiB (2034 vs 2146 us, 0.996 of the ceiling), not at 16 MiB
-// (537 vs 531). copy was not measured on 2 GPUs, so auto does not pick it there.
+// (537 vs 531); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2 us).
 struct AutoProtocol {
   std::size_t ll_up_to, simple_from, copy_from;
 };
