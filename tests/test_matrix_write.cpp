@@ -72,11 +72,14 @@ TEST(MatrixWrite, ValidatesValuesAndCombinations) {
   EXPECT_EQ(usage_error([] { validate_write_kernel(opts(WriteKernel::all, "auto", 8, 4)); }), "");
   EXPECT_EQ(usage_error([] { validate_write_kernel(opts(WriteKernel::stream, "3x", 16)); }), "");
   EXPECT_EQ(usage_error([] { validate_write_kernel(opts(WriteKernel::bulk_tma, "7", 0, 8)); }), "");
+  // Tiles beyond 16 KiB need more than the 48 KiB of dynamic shared memory a launch gets without opting in.
+  EXPECT_EQ(usage_error([] { validate_write_kernel(opts(WriteKernel::bulk, "1x", 0, 32)); }), "");
+  EXPECT_EQ(usage_error([] { validate_write_kernel(opts(WriteKernel::bulk_tma, "1x", 0, 64)); }), "");
   EXPECT_NE(
       usage_error([] { validate_write_kernel(opts(WriteKernel::plain, "auto", 3)); }).find("--write-unroll"),
       std::string::npos);
   EXPECT_NE(usage_error([] {
-              validate_write_kernel(opts(WriteKernel::bulk, "auto", 0, 32));
+              validate_write_kernel(opts(WriteKernel::bulk, "auto", 0, 128));
             }).find("--write-tile-kib"),
             std::string::npos);
   EXPECT_NE(usage_error([] {

@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
                    "--matrix: plain/stream loads in flight per thread, 4, 8 or 16 (0 = auto)")
         ->capture_default_str();
     app.add_option("--write-tile-kib", o.mx.write.tile_kib,
-                   "--matrix: bulk/bulk-tma staging buffer, KiB: 4, 8 or 16 (0 = auto)")
+                   "--matrix: bulk/bulk-tma staging buffer, KiB: 4, 8, 16, 32 or 64 (0 = auto)")
         ->capture_default_str();
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");

@@ -74,8 +74,9 @@ void validate_write_kernel(const WriteKernelOptions& o) {
     throw UsageError("--write-blocks: give one of a count in 1..65535 or a multiple in 1x..64x");
   if (o.unroll != 0 && o.unroll != 4 && o.unroll != 8 && o.unroll != 16)
     throw UsageError("--write-unroll: must be 0 (auto), 4, 8 or 16");
-  if (o.tile_kib != 0 && o.tile_kib != 4 && o.tile_kib != 8 && o.tile_kib != 16)
-    throw UsageError("--write-tile-kib: must be 0 (auto), 4, 8 or 16");
+  if (o.tile_kib != 0 && o.tile_kib != 4 && o.tile_kib != 8 && o.tile_kib != 16 && o.tile_kib != 32 &&
+      o.tile_kib != 64)
+    throw UsageError("--write-tile-kib: must be 0 (auto), 4, 8, 16, 32 or 64");
   // all sweeps both; auto is checked as the kernel it runs.
   const WriteKernel k = o.kernel == WriteKernel::auto_select ? kAutoKernel : o.kernel;
   const std::string as =

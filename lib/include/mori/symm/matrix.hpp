@@ -26,7 +26,7 @@ struct WriteKernelOptions {
   int blocks = 0;         // > 0: this many blocks
   int blocks_per_sm = 0;  // > 0: this many per multiprocessor; both 0: the kernel's default
   int unroll = 0;         // plain, stream: 16-byte loads in flight per thread, 4, 8 or 16 (0: 4)
-  int tile_kib = 0;       // bulk, bulk-tma: KiB per staging buffer, 4, 8 or 16 (0: 16)
+  int tile_kib = 0;       // bulk, bulk-tma: KiB per staging buffer, 4, 8, 16, 32 or 64 (0: 16)
 };
 
 // "auto" | "plain" | "stream" | "bulk" | "bulk-tma" | "all"; throws UsageError naming --write-kernel.

@@ -51,6 +51,9 @@ CUcontext primary_context(int device, hipError_t* err) {
 namespace mori::symm {
 namespace {
 
+// Dynamic shared memory a block gets without asking; beyond it the function must opt in first (CUDA).
+constexpr std::size_t kDefaultDynamicShared = 48 * 1024;
+
 // VMM calls are serialised process-wide: ROCm's VMM paths race (mori #455/#476); on CUDA the lock is cheap.
 std::mutex& vmm_mutex() {
   static std::mutex m;
@@ -306,6 +309,8 @@ class GpuRuntime final : public Runtime {
     return f;
   }
   void launch(Function f, Dim3 g, Dim3 b, std::size_t shmem, Stream s, void** args) override {
+    if (shmem > kDefaultDynamicShared)
+      HIP_CHECK(compat::allow_dynamic_shared(static_cast<hipFunction_t>(f), shmem));
     HIP_CHECK(hipModuleLaunchKernel(static_cast<hipFunction_t>(f), g.x, g.y, g.z, b.x, b.y, b.z,
                                     static_cast<unsigned>(shmem), static_cast<hipStream_t>(s), args,
                                     nullptr));

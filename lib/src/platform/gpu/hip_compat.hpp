@@ -80,6 +80,20 @@ inline hipError_t launch_overlapping(hipFunction_t f, unsigned gx, unsigned bx, 
 #endif
 }
 
+// More than 48 KiB of dynamic shared memory per block: CUDA launches it only after the function opted in
+// (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES, up to the device's per-block opt-in limit). AMD has no
+// opt-in: a launch beyond the LDS fails by itself.
+inline hipError_t allow_dynamic_shared(hipFunction_t f, std::size_t bytes) {
+#if defined(MORI_GPU_CUDA)
+  return cuda::driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           static_cast<int>(bytes));
+#else
+  (void)f;
+  (void)bytes;
+  return hipSuccess;
+#endif
+}
+
 // The driver declined an overlapping launch (an older driver, a device without it): plain launches do
 // instead.
 inline bool overlap_refused(hipError_t e) {
