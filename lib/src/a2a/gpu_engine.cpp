@@ -118,9 +118,10 @@ class GpuEngine final : public A2aEngine {
   // flags then publish them as they publish a kernel's own stores. The copies cannot read the status word, so
   // after an expired wait they still run (the barrier behind them sends nothing).
   void push_copy(const A2aLayout& L, const PushSpec& sp) {
-    if (L.chunk && !(sp.mutate & kMutateStale))
+    if (L.chunk && !(sp.mutate & kMutateStale)) {
       copy_to_peers(L, (epoch_ & 1u) * L.region, (sp.mutate & kMutateOverrun) != 0);
-    copied_since_capture_ = true;
+      copied_since_capture_ = true;
+    }
     PushSpec barrier = sp;
     barrier.protocol = Protocol::simple;
     barrier.blocks_per_peer = 1;
