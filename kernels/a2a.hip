@@ -56,7 +56,8 @@ __device__ __forceinline__ int mori_wait_verdict(u64 t0, u64 timeout_ns, u32 epo
 
 // A launch that starts after an earlier launch of this rank timed out sends nothing and waits for nothing
 // (its words would land in buffers that peers, slow but alive, may still be reading for an earlier epoch); it
-// only advances the epoch. The host reports the timeout once the stream is synchronised.
+// only advances the epoch. The host reports the timeout once the stream is synchronised. (The copy protocol's
+// copies are enqueued by the host and cannot see this: docs/mori-a2a.md "Synchronisation and protocols".)
 __device__ __forceinline__ bool mori_abandoned(u32* status) {
   return *reinterpret_cast<volatile u32*>(status) != 0;
 }

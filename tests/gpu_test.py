@@ -9,7 +9,7 @@ CASE:
   a2a       mori-a2a --backend gpu at 2 ranks (one per GPU with 2+ GPUs, else both on GPU 0 under MPS),
             --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration
   mutants   the unmutated run passes; MORI_FAULT=a2a.no-barrier:*, a2a.stale:1, a2a.overrun:* each exit 1 with
-            "wrong" > 0 under each protocol (simple, direct, ll)
+            "wrong" > 0 under each protocol (simple, direct, ll, copy)
   teardown  mori-teardown-repro at 2 ranks on the GPU: ordered -> ok, free-before-unmap -> api_error
   jit       a fresh MORI_JIT_CACHE_DIR: the first run compiles, the second loads from the cache (same keys and
             images), a third with MORI_DISABLE_JIT=1 still runs

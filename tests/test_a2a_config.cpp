@@ -44,4 +44,7 @@ TEST(A2aConfig, AutoPicksCopyForLargeChunksOnASharedDevice) {
   EXPECT_EQ(a2a_protocols(c, big, true), std::vector<Protocol>{Protocol::simple});
   c.graph = 3;
   EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::simple});
+  c.graph = 0;  // launched one by one, any number of verified epochs
+  c.verify_epochs = 5;
+  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::copy});
 }

@@ -17,6 +17,7 @@ BYSTANDER_UP_S = 30  # the bystander's rank 1 is up within this, or the case not
 AFTER_S = 60  # the all-to-all after a case ends within this, or it is killed (then KILL_S more)
 RECOVER_S = 30  # after a failed first try, the all-to-all is tried again for this long ...
 RETRY_GAP_S = 3  # ... this far apart
+RETRY_MIN_S = 5  # each try gets at least this long; none starts unless it fits before the end of RECOVER_S
 OUTPUT_S = 1.0  # output(): after a job's end, the pipe gets this long to drain
 
 
@@ -124,10 +125,10 @@ class Run:
             return res
         t0 = time.monotonic()
         deadline = t0 + RECOVER_S
-        while time.monotonic() + RETRY_GAP_S < deadline:
+        while time.monotonic() + RETRY_GAP_S + RETRY_MIN_S <= deadline:
             time.sleep(RETRY_GAP_S)
             at = round(time.monotonic() - t0 + res["seconds"], 2)
-            r = self.after_job(mark, world, extra, max(5.0, deadline - time.monotonic()))
+            r = self.after_job(mark, world, extra, deadline - time.monotonic())
             res["retries"].append({"at_s": at, "usable": r["usable"], "rc": r["rc"], "wrong": r["wrong"],
                                    "output_tail": r.get("output_tail", "")[-300:]})
             if r["usable"]:

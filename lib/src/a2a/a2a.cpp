@@ -301,6 +301,11 @@ struct A2aBench::Impl {
     if (device_sync && proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer && me == 0)
       spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
                    cfg.blocks_per_peer, s.blocks_per_peer);
+    if (device_sync && proto == Protocol::copy && cfg.blocks_per_peer > 1 && me == 0)
+      spdlog::warn(
+          "--blocks-per-peer {}: the copy protocol runs 1 (the copy engines move the data; one block "
+          "per peer runs the barrier)",
+          cfg.blocks_per_peer);
     r.protocol = proto;
     r.blocks_per_peer = s.blocks_per_peer;
     r.unroll = s.unroll;

@@ -75,7 +75,7 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
   const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
   if (chunk_bytes <= a.ll_up_to) return {Protocol::ll};
   // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
-  const bool copy_fits = c.graph % 2 == 0 && c.verify_epochs % 2 == 0;
+  const bool copy_fits = c.graph == 0 || (c.graph % 2 == 0 && c.verify_epochs % 2 == 0);
   if (chunk_bytes >= a.copy_from && copy_fits) return {Protocol::copy};
   return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};
 }
@@ -125,7 +125,7 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
   // which an even number of launches per graph keeps (docs/mori-a2a.md "Synchronisation and protocols").
   if (std::find(c.protocols.begin(), c.protocols.end(), Protocol::copy) != c.protocols.end() && c.graph > 0 &&
       (c.graph % 2 || c.verify_epochs % 2))
-    throw UsageError("--protocol copy with --graph: --graph (" + std::to_string(c.graph) +
+    throw UsageError("--protocol copy (or all) with --graph: --graph (" + std::to_string(c.graph) +
                      ") and --verify-epochs (" + std::to_string(c.verify_epochs) +
                      ") must be even (the copies' receive buffers alternate by launch and a graph replays "
                      "fixed ones)");

@@ -123,6 +123,7 @@ class GpuEngine final : public A2aEngine {
       copied_since_capture_ = true;
     }
     PushSpec barrier = sp;
+    barrier.mutate = sp.mutate & kMutateNoWait;  // stale and overrun act on the copies above, not here
     barrier.protocol = Protocol::simple;
     barrier.blocks_per_peer = 1;
     barrier.overlap = false;  // its predecessor is a copy, not a kernel

@@ -123,8 +123,8 @@ std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
 // The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
 // placement (docs/mori-a2a.md "Synchronisation and protocols").
 std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device);
-// Parses --protocol: a comma-separated list of simple, direct, ll, or both (simple,direct), all, auto
-// (empty).
+// Parses --protocol: a comma-separated list of simple, direct, ll, copy, or both (simple,direct), all (the
+// four), auto (empty).
 std::vector<Protocol> parse_protocols(const std::string& text);
 
 class A2aBench {
