@@ -1,10 +1,7 @@
 #include "mori/symm/bootstrap.hpp"
 
 #include <sched.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -30,18 +27,6 @@ constexpr double kCancelBoundS = 0.25;
 
 using detail::join_ranks;
 using detail::poll_until;
-
-// Where HOME is set but is not a folder, nothing loaded into the process may create it (README "Environment
-// variables"). MPI_Init discovers the topology with hwloc, whose OpenCL component loads every OpenCL driver;
-// one of them (pocl, found on the GPU machine) makes its kernel cache under $HOME/.cache and so creates the
-// missing home. The topology MPI needs has no OpenCL devices in it: hwloc is told to skip them, unless the
-// user chose hwloc's components.
-void keep_hwloc_out_of_missing_home() noexcept {
-  const char* home = std::getenv("HOME");
-  struct stat st {};
-  if (home && *home && (stat(home, &st) != 0 || !S_ISDIR(st.st_mode)) && !std::getenv("HWLOC_COMPONENTS"))
-    setenv("HWLOC_COMPONENTS", "-opencl", 0);
-}
 
 // Tests until every request is complete or the deadline passes.
 bool test_all_until(std::vector<MPI_Request>& reqs, detail::PollClock::time_point deadline,
@@ -99,7 +84,6 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
-    keep_hwloc_out_of_missing_home();
     prepare_process_environment();
     MORI_CHECK_MPI(MPI_Init(argc, argv));
   }

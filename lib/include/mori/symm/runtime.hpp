@@ -161,9 +161,10 @@ std::unique_ptr<Runtime> make_host_runtime();
 
 // The GPU runtime of this build, or nullptr with the reason in *why_not (no driver, no device, not built).
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not);
-// Once per process, before MPI or any GPU library starts (MPI's own components may initialise the GPU
-// driver): on NVIDIA, keeps the driver's cache off a HOME that is not a folder, since the tools never create
-// a home (docs/reliability.md). Elsewhere nothing.
+// Before MPI or any GPU library starts (MPI's own components may initialise the GPU driver), and again where
+// a GPU library is loaded (idempotent): where HOME is set but is not a folder, keeps what those libraries
+// load from creating it, since the tools never create a home (README "Environment variables"):
+// CUDA_CACHE_DISABLE=1 unless CUDA_CACHE_PATH is set, HWLOC_COMPONENTS=-opencl; a value the user set is kept.
 void prepare_process_environment() noexcept;
 
 // auto: GPU where a runtime and a device exist, else host with *notice saying why. gpu: throws ApiError if

@@ -1,11 +1,10 @@
 #include "cuda_driver.hpp"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-
-#include <cstdlib>
 
 #include <mutex>
+
+#include "mori/symm/runtime.hpp"
 
 namespace mori::symm::cuda {
 namespace {
@@ -16,7 +15,7 @@ std::string g_error;
 bool g_ok = false;
 
 void load_once() {
-  keep_caches_out_of_missing_home();
+  prepare_process_environment();
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* e = dlerror();
@@ -48,14 +47,6 @@ void load_once() {
 }
 
 }  // namespace
-
-void keep_caches_out_of_missing_home() noexcept {
-  const char* home = std::getenv("HOME");
-  const char* cache = std::getenv("CUDA_CACHE_PATH");
-  struct stat st {};
-  if (home && *home && !(cache && *cache) && (stat(home, &st) != 0 || !S_ISDIR(st.st_mode)))
-    setenv("CUDA_CACHE_DISABLE", "1", 0);
-}
 
 const Driver* load_driver(std::string* why) {
   static std::once_flag once;

@@ -13,7 +13,8 @@ namespace mori::symm::cuda {
   X(cuDriverGetVersion)                                                                                      \
   X(cuGetErrorName)                                                                                          \
   X(cuDeviceGetCount)                                                                                        \
-  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId)       \
+  X(cuDeviceGet)                                                                                             \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId)                      \
       X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize)        \
           X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemExportToShareableHandle)                    \
               X(cuMemImportFromShareableHandle) X(cuMemAddressReserve) X(cuMemMap) X(cuMemSetAccess)         \
@@ -33,12 +34,6 @@ struct Driver {
   MORI_CUDA_DRIVER_CALLS(MORI_CUDA_DECLARE)
 #undef MORI_CUDA_DECLARE
 };
-
-// The NVIDIA libraries keep a cache under $HOME/.nv and create that path, a missing home included, when they
-// start. The tools never create a home (docs/reliability.md), and their kernels are cubins the driver need
-// not cache: where HOME is set but is not a folder and CUDA_CACHE_PATH is unset, the driver's cache is turned
-// off (CUDA_CACHE_DISABLE=1, unless the user set it) before either library is loaded.
-void keep_caches_out_of_missing_home() noexcept;
 
 // Loads the driver once (thread-safe). Returns null and sets *why when there is no usable driver.
 const Driver* load_driver(std::string* why);

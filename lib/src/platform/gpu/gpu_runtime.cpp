@@ -385,10 +385,6 @@ class GpuRuntime final : public Runtime {
 
 }  // namespace
 
-void prepare_process_environment() noexcept {
-  compat::prepare_process_environment();
-}
-
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not) {
   std::string why;
   if (!compat::load(&why)) {

@@ -22,13 +22,6 @@ constexpr bool kIsCuda = false;
 constexpr const char* kPlatformName = "amd";
 #endif
 
-// See prepare_process_environment (runtime.hpp).
-inline void prepare_process_environment() noexcept {
-#if defined(MORI_GPU_CUDA)
-  cuda::keep_caches_out_of_missing_home();
-#endif
-}
-
 // Loads what the platform loads at run time. False with *why when unusable.
 inline bool load(std::string* why) {
 #if defined(MORI_GPU_CUDA)

@@ -2,8 +2,6 @@
 #include "mori/symm/runtime.hpp"
 
 namespace mori::symm {
-void prepare_process_environment() noexcept {}
-
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not) {
   if (why_not) *why_not = "this build has no GPU runtime (no CUDA or HIP headers at configure time)";
   return nullptr;

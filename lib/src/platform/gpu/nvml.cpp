@@ -7,8 +7,8 @@
 #include <map>
 #include <mutex>
 
-#include "cuda_driver.hpp"
 #include "mori/symm/detail/nvml.hpp"
+#include "mori/symm/runtime.hpp"
 
 namespace mori::symm::detail {
 namespace {
@@ -71,7 +71,7 @@ const Api& api() {
   static Api a;
   static std::once_flag once;
   std::call_once(once, [] {
-    cuda::keep_caches_out_of_missing_home();
+    prepare_process_environment();  // before the library may create a missing home
     a.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!a.lib) {
       const char* e = dlerror();
