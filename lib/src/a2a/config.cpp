@@ -22,6 +22,13 @@ struct AutoProtocol {
 constexpr std::size_t kNever = ~std::size_t{0};
 constexpr AutoProtocol kRemote{0, std::size_t{16} << 20, kNever};
 constexpr AutoProtocol kShared{std::size_t{4} << 10, std::size_t{64} << 20, std::size_t{64} << 20};
+
+// The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
+// have, so a captured graph holds fixed parities: each replay must start at the parity of the capture, which
+// an even number of launches per graph keeps (docs/mori-a2a.md "Synchronisation and protocols").
+bool copy_fits_graphs(const A2aConfig& c) {
+  return c.graph == 0 || (c.graph % 2 == 0 && c.verify_epochs % 2 == 0);
+}
 }  // namespace
 
 const char* to_string(Addressing a) noexcept {
@@ -75,8 +82,7 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
   const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
   if (chunk_bytes <= a.ll_up_to) return {Protocol::ll};
   // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
-  const bool copy_fits = c.graph == 0 || (c.graph % 2 == 0 && c.verify_epochs % 2 == 0);
-  if (chunk_bytes >= a.copy_from && copy_fits) return {Protocol::copy};
+  if (chunk_bytes >= a.copy_from && copy_fits_graphs(c)) return {Protocol::copy};
   return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};
 }
 
@@ -120,11 +126,8 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
   if (c.verify_epochs < 2 || c.verify_epochs > 64)
     throw UsageError("--verify-epochs: must be in 2..64 (back-to-back epochs are what the check is for)");
   if (c.skew_us > 1e6) throw UsageError("--skew-us: at most 1000000 (1 s)");
-  // The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
-  // have, so a captured graph holds fixed parities: each replay must start at the parity of the capture,
-  // which an even number of launches per graph keeps (docs/mori-a2a.md "Synchronisation and protocols").
-  if (std::find(c.protocols.begin(), c.protocols.end(), Protocol::copy) != c.protocols.end() && c.graph > 0 &&
-      (c.graph % 2 || c.verify_epochs % 2))
+  if (std::find(c.protocols.begin(), c.protocols.end(), Protocol::copy) != c.protocols.end() &&
+      !copy_fits_graphs(c))
     throw UsageError("--protocol copy (or all) with --graph: --graph (" + std::to_string(c.graph) +
                      ") and --verify-epochs (" + std::to_string(c.verify_epochs) +
                      ") must be even (the copies' receive buffers alternate by launch and a graph replays "

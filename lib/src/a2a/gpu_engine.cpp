@@ -124,9 +124,7 @@ class GpuEngine final : public A2aEngine {
     }
     PushSpec barrier = sp;
     barrier.mutate = sp.mutate & kMutateNoWait;  // stale and overrun act on the copies above, not here
-    barrier.protocol = Protocol::simple;
-    barrier.blocks_per_peer = 1;
-    barrier.overlap = false;  // its predecessor is a copy, not a kernel
+    barrier.protocol = Protocol::simple;  // with the caller's one block per peer and plain launch (a2a.cpp spec)
     A2aLayout none = L;
     none.chunk = 0;
     launch_push(none, barrier);
