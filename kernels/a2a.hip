@@ -4,6 +4,8 @@
 //   kLsa = 0: the destination base comes from the pointer array, peers[p]
 //   kLsa = 1: it is computed, lsa_base + p * stride
 // kSync = 1 fuses a device-side barrier over the signal pad into the same kernel.
+// device_scope = 1 gives the signals GPU scope instead of system scope: the host asks for it only where every
+// rank runs on this GPU (docs/mori-a2a.md "Signal scope").
 //
 // Reusable contract: launch n (n = the epoch in the signal pad when it starts) writes receive buffer n & 1.
 // A rank starts launch n + 1 only after every peer signalled the end of its launch n, which that peer started
@@ -77,22 +79,22 @@ __device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, cha
 template <int kLsa>
 __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64 stride, int world, int me,
                                          u64 signal_offset, u32 epoch, u64 timeout_ns, u32 mutate,
-                                         u32* status) {
+                                         u32* status, bool dev) {
   MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), signal_offset);
   for (int q = 0; q < world; ++q)
-    mori_store_relaxed_sys(
-        &mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me], epoch);
+    mori_store_relaxed(&mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me],
+                       epoch, dev);
   if (mutate & MORI_MUTATE_NO_WAIT) return;
   const u64 t0 = mori_now_ns();
   for (int q = 0; q < world; ++q) {
-    while (static_cast<int>(mori_load_acquire_sys(&mine->flags[q]) - epoch) < 0) {
+    while (static_cast<int>(mori_load_acquire(&mine->flags[q], dev) - epoch) < 0) {
       mori_spin_pause();
       const int verdict = mori_wait_verdict(t0, timeout_ns, epoch, status);
       if (verdict == 0) continue;
       if (verdict == 1) status[1 + q] = 1;  // even if its flag lands during the loop below
       if (verdict == 1)
         for (int r = 0; r < world; ++r)
-          if (static_cast<int>(mori_load_acquire_sys(&mine->flags[r]) - epoch) < 0) status[1 + r] = 1;
+          if (static_cast<int>(mori_load_acquire(&mine->flags[r], dev) - epoch) < 0) status[1 + r] = 1;
       return;
     }
   }
@@ -103,7 +105,7 @@ __device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64
 // until every source's counter has grown by blocks_per_peer since the last launch (flags[2 * world + source]
 // keeps that base, local). No system-wide fence on the critical path, and signals overlap other blocks' data.
 __device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per_peer, u32 epoch,
-                                  u64 timeout_ns, u32 mutate, u32* status) {
+                                  u64 timeout_ns, u32 mutate, u32* status, bool dev) {
   const int q = threadIdx.x;
   if (q >= world) return;
   u32* counters = mine->flags + world;
@@ -112,7 +114,7 @@ __device__ void mori_counter_wait(MoriSignalPad* mine, int world, u32 blocks_per
   base[q] = want;
   if (mutate & MORI_MUTATE_NO_WAIT) return;
   const u64 t0 = mori_now_ns();
-  while (static_cast<int>(mori_load_acquire_sys(&counters[q]) - want) < 0) {
+  while (static_cast<int>(mori_load_acquire(&counters[q], dev) - want) < 0) {
     mori_spin_pause();
     const int verdict = mori_wait_verdict(t0, timeout_ns, epoch, status);
     if (verdict == 0) continue;
@@ -171,8 +173,8 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
 template <int kLsa, int kSync, int kUnroll, int kDirect>
 __global__ void __launch_bounds__(512)
     a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-             int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
-             u32* status) {
+             int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
+             int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const int slot = blockIdx.x / blocks_per_peer;
@@ -190,22 +192,24 @@ __global__ void __launch_bounds__(512)
   __syncthreads();
   if (threadIdx.x == 0) {
     if (kSync && kDirect && !abandoned) {
-      mori_red_add_release_sys(mori_pad(peer, L.signal_offset)->flags + world + me, 1u);
+      mori_red_add_release(mori_pad(peer, L.signal_offset)->flags + world + me, 1u, device_scope != 0);
     } else {
-      // This block's stores are ordered before its arrival at GPU scope; the last block's system-scope fence
-      // then orders every counted block's stores before the flags (causality is transitive across scopes).
+      // This block's stores are ordered before its arrival at GPU scope; the last block's fence at the signal
+      // scope then orders every counted block's stores before the flags (causality is transitive across
+      // scopes).
       __threadfence();
     }
   }
   if (!mori_arrive_last(mine) || !kSync || abandoned) return;
   if (kDirect) {
-    mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), epoch + 1u, timeout_ns, mutate, status);
+    mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), epoch + 1u, timeout_ns, mutate, status,
+                      device_scope != 0);
     return;
   }
   if (threadIdx.x != 0) return;
-  mori_fence_system();
+  mori_fence(device_scope != 0);
   mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
-                                 mutate, status);
+                                 mutate, status, device_scope != 0);
 }
 
 // Low-latency protocol ("ll"; docs/mori-a2a.md "Synchronisation and protocols"). The flag travels in the
@@ -234,13 +238,13 @@ __device__ __forceinline__ bool mori_ll_reached(u64 word, u32 flag) {
 // Receives groups (4 words each) first, first + step, ... of one source's staging into dst; false when the
 // bounded wait expired (status records the source) or another launch already timed out.
 __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups, u64 first, u64 step,
-                                u32 flag, int source, u64 timeout_ns, u32 mutate, u32* status) {
+                                u32 flag, int source, u64 timeout_ns, u32 mutate, u32* status, bool dev) {
   const u64 t0 = mori_now_ns();
   for (u64 g = first; g < groups; g += step) {
     u64 a, b, c, d;
     for (u32 spins = 1;; ++spins) {
-      mori_load2_relaxed_sys(in + 4 * g, &a, &b);
-      mori_load2_relaxed_sys(in + 4 * g + 2, &c, &d);
+      mori_load2_relaxed(in + 4 * g, &a, &b, dev);
+      mori_load2_relaxed(in + 4 * g + 2, &c, &d, dev);
       if ((mutate & MORI_MUTATE_NO_WAIT) || (mori_ll_reached(a, flag) && mori_ll_reached(b, flag) &&
                                              mori_ll_reached(c, flag) && mori_ll_reached(d, flag)))
         break;
@@ -268,7 +272,8 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 template <int kLsa>
 __global__ void __launch_bounds__(512)
     a2a_ll(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-           int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status) {
+           int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
+           int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const int slot = blockIdx.x / blocks_per_peer;
@@ -298,12 +303,14 @@ __global__ void __launch_bounds__(512)
       uint4 v;
       v.x = v.y = v.z = v.w = 0;
       if (words) v = mori_load_nc(s + g);
-      mori_store2_relaxed_sys(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag));
-      mori_store2_relaxed_sys(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag));
+      mori_store2_relaxed(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag), device_scope != 0);
+      mori_store2_relaxed(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag),
+                          device_scope != 0);
     }
     char* dst = recv + static_cast<u64>(q) * L.pitch;
     const u64* in = reinterpret_cast<const u64*>(mybase + staging + static_cast<u64>(q) * L.ll_pitch);
-    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status) &&
+    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status,
+                        device_scope != 0) &&
         (mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
       uint4 junk;
       junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,6 +124,8 @@ class HostEngine final : public A2aEngine {
   const char* push_launch() const override { return "plain"; }
   double default_skew_us() const override { return 3000; }
   const Jit* jit() const override { return nullptr; }
+  // Ranks are processes on the CPU: nothing is resident or not, and nothing launches overlapped here.
+  long resident_blocks(const PushSpec&) override { return std::numeric_limits<long>::max(); }
 
  private:
   char* base(int p, Addressing a) const {

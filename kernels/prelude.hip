@@ -15,31 +15,57 @@ __device__ __forceinline__ u64 mori_now_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
-__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
+// Signals at one of two memory scopes, chosen per launch by the host (docs/mori-a2a.md "Signal scope"):
+// system (`dev` false: peers on other devices) or device (`dev` true: every rank's kernel runs on this GPU,
+// ranks sharing it under MPS, so the device's L2 is where they all meet). The branch is uniform.
+__device__ __forceinline__ void mori_fence(bool dev) {
+  if (dev)
+    __threadfence();
+  else
+    __threadfence_system();
+}
+__device__ __forceinline__ void mori_fence_system() { mori_fence(false); }
+__device__ __forceinline__ u32 mori_load_acquire(const u32* p, bool dev) {
   u32 v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  if (dev)
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-// Store with no ordering of its own: for flags written right after one mori_fence_system(), which already
-// orders every earlier write before them (one fence instead of one release per flag).
-__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
-  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) { return mori_load_acquire(p, false); }
+// Store with no ordering of its own: for flags written right after one mori_fence(), which already orders
+// every earlier write before them (one fence instead of one release per flag).
+__device__ __forceinline__ void mori_store_relaxed(u32* p, u32 v, bool dev) {
+  if (dev)
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else
+    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) { mori_store_relaxed(p, v, false); }
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
-// Adds with release semantics at system scope: every earlier write of this thread (and what it observed) is
-// visible to whoever observes the addition.
-__device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
-  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+// Adds with release semantics: every earlier write of this thread (and what it observed) is visible to whoever
+// observes the addition at that scope.
+__device__ __forceinline__ void mori_red_add_release(u32* p, u32 v, bool dev) {
+  if (dev)
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else
+    asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-// Two 64-bit words with relaxed system-scope semantics. The memory model treats a vector access as one access per
-// element, and an aligned 64-bit relaxed access is single-copy atomic: a reader sees each word whole, old or new
-// (the low-latency protocol in kernels/a2a.hip relies on exactly this, and on nothing about wider accesses).
-__device__ __forceinline__ void mori_store2_relaxed_sys(u64* p, u64 a, u64 b) {
-  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+// Two 64-bit words with relaxed semantics. The memory model treats a vector access as one access per element,
+// and an aligned 64-bit relaxed access is single-copy atomic: a reader sees each word whole, old or new (the
+// low-latency protocol in kernels/a2a.hip relies on exactly this, and on nothing about wider accesses).
+__device__ __forceinline__ void mori_store2_relaxed(u64* p, u64 a, u64 b, bool dev) {
+  if (dev)
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+  else
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
-__device__ __forceinline__ void mori_load2_relaxed_sys(const u64* p, u64* a, u64* b) {
-  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+__device__ __forceinline__ void mori_load2_relaxed(const u64* p, u64* a, u64* b, bool dev) {
+  if (dev)
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+  else
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
 }
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
@@ -129,22 +155,27 @@ __device__ __forceinline__ void mori_bulk_wait_all() {
 #define MORI_WAVE_SIZE warpSize
 #define MORI_WALLCLOCK_HZ 100000000ull
 __device__ __forceinline__ u64 mori_now_ns() { return wall_clock64() * (1000000000ull / MORI_WALLCLOCK_HZ); }
+// AMD keeps system scope whatever `dev` says: device scope there was never measured (docs/mori-a2a.md
+// "Signal scope").
+__device__ __forceinline__ void mori_fence(bool) { __threadfence_system(); }
 __device__ __forceinline__ void mori_fence_system() { __threadfence_system(); }
-__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) {
+__device__ __forceinline__ u32 mori_load_acquire(const u32* p, bool) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
-__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) {
+__device__ __forceinline__ u32 mori_load_acquire_sys(const u32* p) { return mori_load_acquire(p, false); }
+__device__ __forceinline__ void mori_store_relaxed(u32* p, u32 v, bool) {
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
+__device__ __forceinline__ void mori_store_relaxed_sys(u32* p, u32 v) { mori_store_relaxed(p, v, false); }
 __device__ __forceinline__ u32 mori_atomic_add_device(u32* p, u32 v) { return atomicAdd(p, v); }
-__device__ __forceinline__ void mori_red_add_release_sys(u32* p, u32 v) {
+__device__ __forceinline__ void mori_red_add_release(u32* p, u32 v, bool) {
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
-__device__ __forceinline__ void mori_store2_relaxed_sys(u64* p, u64 a, u64 b) {
+__device__ __forceinline__ void mori_store2_relaxed(u64* p, u64 a, u64 b, bool) {
   __hip_atomic_store(p, a, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   __hip_atomic_store(p + 1, b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
-__device__ __forceinline__ void mori_load2_relaxed_sys(const u64* p, u64* a, u64* b) {
+__device__ __forceinline__ void mori_load2_relaxed(const u64* p, u64* a, u64* b, bool) {
   *a = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   *b = __hip_atomic_load(p + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }

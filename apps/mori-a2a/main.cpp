@@ -22,6 +22,7 @@ struct Options {
   std::string sync = "both";
   std::string protocol = "auto";
   std::string launch = "programmatic";
+  std::string signal_scope = "auto";
   int cycles = 1;
   std::string stride_quantum = "0";
   A2aConfig cfg;
@@ -59,6 +60,8 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
   for (const auto& r : rs) {
     std::string notes;
     if (r.physical.l2_resident) notes += " L2-resident";
+    if (r.signal_scope == "device") notes += " device-scope";
+    if (r.launch == "programmatic") notes += " programmatic";
     if (time_sliced) notes += " TIME-SLICED(no MPS)";
     char phys[32] = "-";
     if (r.physical.gbps) std::snprintf(phys, sizeof(phys), "%.0f", *r.physical.gbps);
@@ -93,6 +96,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["sync"] = o.sync;
   cfg["protocol"] = o.protocol;
   cfg["launch"] = o.launch;
+  cfg["signal_scope"] = o.signal_scope;
   cfg["graph"] = o.cfg.graph;
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
   cfg["unroll"] = o.cfg.unroll;
@@ -174,14 +178,20 @@ int main(int argc, char** argv) {
     app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
     app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
     app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
-    app.add_option(
-           "--protocol", o.protocol,
-           "Device-sync signalling: simple, direct, ll, copy (comma-separated), both (simple,direct), all, or "
-           "auto (the one measured fastest at each size)")
+    app.add_option("--protocol", o.protocol,
+                   "Device-sync signalling: simple, direct, ll, copy (comma-separated), both "
+                   "(simple,direct), all, or "
+                   "auto (the one measured fastest at each size)")
         ->capture_default_str();
-    app.add_option("--launch", o.launch,
-                   "programmatic: with one rank per GPU each push may start launching while the previous "
-                   "kernel runs (CUDA sm_90+; it waits for it on the device) | plain")
+    app.add_option(
+           "--launch", o.launch,
+           "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; it "
+           "waits for it on the device), with one rank per GPU or where every block of the GPU's ranks "
+           "fits at once | plain")
+        ->capture_default_str();
+    app.add_option("--signal-scope", o.signal_scope,
+                   "Scope of the device-sync signals: device (every rank on one NVIDIA GPU) | system | auto "
+                   "(device where it applies)")
         ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
@@ -226,6 +236,7 @@ int main(int argc, char** argv) {
     if (o.launch != "programmatic" && o.launch != "plain")
       throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
     o.cfg.overlap_launch = o.launch == "programmatic";
+    o.cfg.signal_scope = parse_signal_scope(o.signal_scope);
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
     int world = 1;

@@ -81,6 +81,7 @@ struct A2aBench::Impl {
   HandleType ht = HandleType::posix_fd;
   std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
+  bool device_scope = false;  // signals at GPU scope (choose_signal_scope)
   detail::Placement placement;
   std::unique_ptr<Window> win;
   std::unique_ptr<detail::A2aEngine> eng;
@@ -95,6 +96,7 @@ struct A2aBench::Impl {
     if (placement.one_rank_per_device && !host) read_link_rates();
     refuse_time_slicing();
     refuse_ll_that_cannot_fit();
+    device_scope = choose_signal_scope();
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -196,13 +198,35 @@ struct A2aBench::Impl {
     if (sync && proto == Protocol::copy)
       s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
     s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
-    // Programmatic launches only with one rank per device: a successor waiting on the device holds its
-    // multiprocessors, and with ranks sharing a device those can be the ones another rank's kernel needs to
-    // reach the barrier this kernel waits at (measured: 8 ranks on one H200 deadlocked until the bound
-    // expired).
-    s.overlap = cfg.overlap_launch && placement.one_rank_per_device && overlapping_launch_exists() &&
-                !(sync && proto == Protocol::copy);  // the barrier's predecessor is a copy, not a kernel
+    // The copy engines' writes are not a thread's: the copy protocol's barrier keeps system scope.
+    s.device_scope = device_scope && sync && proto != Protocol::copy;
+    s.overlap = cfg.overlap_launch && overlapping_launch_exists() &&
+                !(sync && proto == Protocol::copy) &&  // the barrier's predecessor is a copy, not a kernel
+                (placement.one_rank_per_device || every_block_resident(s));
     return s;
+  }
+
+  // Programmatic launches where ranks share a device: a successor waiting on the device holds its
+  // multiprocessors, and those can be the ones another rank's kernel needs to reach the barrier this kernel
+  // waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound expired). Where
+  // two launches of every rank of the device fit on it at once (the running one and its waiting successor),
+  // no block can wait for a place, so they may overlap (docs/mori-a2a.md "Launches").
+  bool every_block_resident(const PushSpec& s) const {
+    const long grid = static_cast<long>(world) * s.blocks_per_peer;
+    return 2L * std::max(placement.max_ranks_per_device, 1) * grid <= eng->resident_blocks(s);
+  }
+
+  // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope"): the ranks'
+  // kernels then meet in the device's L2, and a GPU-scope release/acquire orders what they need. Elsewhere a
+  // peer on another device (or the AMD path, never measured at device scope) needs system scope.
+  bool choose_signal_scope() const {
+    const bool applies = rt.platform() == Platform::cuda && placement.all_one_device;
+    if (cfg.signal_scope == SignalScope::device && !applies)
+      throw UsageError(std::string("--signal-scope device: needs every rank on one NVIDIA GPU (") +
+                       (rt.platform() != Platform::cuda ? "this runtime is not CUDA's"
+                                                        : "the ranks run on several devices") +
+                       "); use system or auto");
+    return applies && cfg.signal_scope != SignalScope::system;
   }
 
   // Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
@@ -355,6 +379,7 @@ struct A2aBench::Impl {
     r.sync_only_us = t.p50(how, sync_alone, tag + ".sync_only");
     r.iters = r.time_us.samples * std::max(graph_k, 1);
     r.launch = eng->push_launch();
+    r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
     const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;

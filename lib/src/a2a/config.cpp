@@ -51,6 +51,13 @@ const char* to_string(Protocol p) noexcept {
   return "simple";
 }
 
+SignalScope parse_signal_scope(const std::string& text) {
+  if (text == "auto") return SignalScope::auto_select;
+  if (text == "system") return SignalScope::system;
+  if (text == "device") return SignalScope::device;
+  throw UsageError("--signal-scope: unknown value '" + text + "' (accepted: auto, system, device)");
+}
+
 std::vector<Protocol> parse_protocols(const std::string& text) {
   if (text == "auto") return {};
   if (text == "both") return {Protocol::simple, Protocol::direct};
@@ -175,6 +182,7 @@ Json to_json(const A2aResult& r) {
   j["blocks_per_peer"] = r.blocks_per_peer;
   j["unroll"] = r.unroll;
   j["launch"] = r.launch;
+  j["signal_scope"] = r.signal_scope;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},

@@ -84,13 +84,21 @@ class GpuEngine final : public A2aEngine {
 
   // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
   // as enqueued, so the host knows the parity of the next launch.
-  void launch_push(const A2aLayout& L, const PushSpec& sp) {
+  static std::string kernel_name(const PushSpec& sp) {
     const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
-    const std::string name = sp.sync && sp.protocol == Protocol::ll
-                                 ? std::string("a2a_ll<") + lsa_arg + ">"
-                                 : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
-                                       std::to_string(sp.unroll) + ", " +
-                                       (sp.protocol == Protocol::direct ? "1" : "0") + ">";
+    return sp.sync && sp.protocol == Protocol::ll
+               ? std::string("a2a_ll<") + lsa_arg + ">"
+               : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
+                     std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ">";
+  }
+
+  long resident_blocks(const PushSpec& sp) override {
+    return static_cast<long>(std::max(sms_, 1)) *
+           c_.rt.resident_blocks_per_multiprocessor(module_.function(kernel_name(sp)), kThreads);
+  }
+
+  void launch_push(const A2aLayout& L, const PushSpec& sp) {
+    const std::string name = kernel_name(sp);
     const void* s = src_.p;
     void* const* peers = c_.win.peer_ptrs_device();
     const auto lsa = c_.win.lsa();
@@ -101,7 +109,8 @@ class GpuEngine final : public A2aEngine {
     A2aLayout l = L;
     std::uint32_t mut = sp.mutate;
     void* st = static_cast<std::uint32_t*>(status_.p) + 2;
-    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st};
+    int scope = sp.device_scope ? 1 : 0;
+    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st, &scope};
     const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
     if (sp.overlap) {
       overlapped_ = c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args);
@@ -115,8 +124,10 @@ class GpuEngine final : public A2aEngine {
   // The copy protocol (docs/mori-a2a.md "Synchronisation and protocols"): the copy engines write this rank's
   // chunks into every peer's receive buffer of the next launch's parity, then simple's barrier runs as a
   // zero-byte launch. Stream order completes the copies before that kernel starts; its system-scope fence and
-  // flags then publish them as they publish a kernel's own stores. The copies cannot read the status word, so
-  // after an expired wait they still run (the barrier behind them sends nothing).
+  // flags then publish them as they publish a kernel's own stores (at system scope: a2a.cpp spec() never
+  // gives the copy protocol device scope, since the copy engines' writes are not a thread's). The copies
+  // cannot read the status word, so after an expired wait they still run (the barrier behind them sends
+  // nothing).
   void push_copy(const A2aLayout& L, const PushSpec& sp) {
     if (L.chunk && !(sp.mutate & kMutateStale)) {
       copy_to_peers(L, (epoch_ & 1u) * L.region, (sp.mutate & kMutateOverrun) != 0);
@@ -124,7 +135,8 @@ class GpuEngine final : public A2aEngine {
     }
     PushSpec barrier = sp;
     barrier.mutate = sp.mutate & kMutateNoWait;  // stale and overrun act on the copies above, not here
-    barrier.protocol = Protocol::simple;  // with the caller's one block per peer and plain launch (a2a.cpp spec)
+    barrier.protocol =
+        Protocol::simple;  // with the caller's one block per peer and plain launch (a2a.cpp spec)
     A2aLayout none = L;
     none.chunk = 0;
     launch_push(none, barrier);

@@ -31,6 +31,9 @@ enum class SyncMode { host, device };
 // release semantics; ll = low latency, the flag travels in every 64-bit word of the data (twice the bytes, no
 // fence, no barrier); copy = the copy engines move the chunks, then a kernel runs simple's barrier.
 enum class Protocol { simple, direct, ll, copy };
+// Memory scope of the device-sync signals (--signal-scope; docs/mori-a2a.md "Signal scope"): system, or
+// device where every rank runs on one NVIDIA GPU (ranks sharing it under MPS); auto takes device there.
+enum class SignalScope { auto_select, system, device };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
 const char* to_string(Protocol p) noexcept;
@@ -44,7 +47,8 @@ struct A2aConfig {
   int blocks_per_peer = 0;          // 0 = auto
   int unroll = 0;                   // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
   bool overlap_launch = true;  // pushes launched to overlap their predecessor where it exists (--launch):
-                               // CUDA sm_90+, one rank per GPU
+                               // CUDA sm_90+, one rank per GPU or every block of the device resident
+  SignalScope signal_scope = SignalScope::auto_select;
   int warmup = 5;
   int iters = 20;
   int verify_epochs =
@@ -87,8 +91,9 @@ struct A2aResult {
   Protocol protocol = Protocol::simple;
   int blocks_per_peer = 0;
   int unroll = 0;
-  std::string launch = "plain";  // how the timed pushes were launched: "programmatic" | "plain"
-  int iters = 0;                 // timed iterations (graph: replays x graph_iters)
+  std::string launch = "plain";       // how the timed pushes were launched: "programmatic" | "plain"
+  std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
+  int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
   double push_only_us = 0;  // p50 of the same push with no synchronisation, same launch mode
   double sync_only_us = 0;  // p50 of the synchronisation alone (zero bytes), same launch mode
@@ -126,6 +131,8 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
 // Parses --protocol: a comma-separated list of simple, direct, ll, copy, or both (simple,direct), all (the
 // four), auto (empty).
 std::vector<Protocol> parse_protocols(const std::string& text);
+// Parses --signal-scope: auto, system or device.
+SignalScope parse_signal_scope(const std::string& text);
 
 class A2aBench {
  public:

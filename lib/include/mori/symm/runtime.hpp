@@ -136,6 +136,13 @@ class Runtime {
   virtual void module_unload(Module m) noexcept = 0;
   virtual Function module_function(Module m, const std::string& name) = 0;
   virtual void launch(Function f, Dim3 grid, Dim3 block, std::size_t shared_bytes, Stream s, void** args) = 0;
+  // How many blocks of `block` threads of f (no dynamic shared memory) one multiprocessor holds at once. The
+  // base answer, for runtimes that do not know, is the one a launchable block always gets: 1.
+  virtual int resident_blocks_per_multiprocessor(Function f, unsigned block) {
+    (void)f;
+    (void)block;
+    return 1;
+  }
   // A one-dimensional launch that may start while the stream's previous kernel still runs, for kernels that
   // wait for their predecessor themselves (mori_grid_wait_previous, kernels/prelude.hip); a plain launch
   // where the platform has no such launch. Returns whether it overlapped.

@@ -8,26 +8,27 @@
 
 namespace mori::symm::cuda {
 
-#define MORI_CUDA_DRIVER_CALLS(X)                                                                            \
-  X(cuInit)                                                                                                  \
-  X(cuDriverGetVersion)                                                                                      \
-  X(cuGetErrorName)                                                                                          \
-  X(cuDeviceGetCount)                                                                                        \
-  X(cuDeviceGet)                                                                                             \
-  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId)                      \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize)        \
-          X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemExportToShareableHandle)                    \
-              X(cuMemImportFromShareableHandle) X(cuMemAddressReserve) X(cuMemMap) X(cuMemSetAccess)         \
-                  X(cuMemUnmap) X(cuMemRelease) X(cuMemAddressFree) X(cuMemRetainAllocationHandle)           \
-                      X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync)        \
-                          X(cuMemsetD8Async) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy)            \
-                              X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) \
-                                  X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)               \
-                                      X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
-                                          X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx)        \
-                                              X(cuStreamBeginCapture) X(cuStreamEndCapture)                  \
-                                                  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)            \
-                                                      X(cuGraphExecDestroy) X(cuGraphDestroy)
+#define MORI_CUDA_DRIVER_CALLS(X)                                                                          \
+  X(cuInit)                                                                                                \
+  X(cuDriverGetVersion)                                                                                    \
+  X(cuGetErrorName)                                                                                        \
+  X(cuDeviceGetCount)                                                                                      \
+  X(cuDeviceGet)                                                                                           \
+  X(cuDeviceGetName)                                                                                       \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain)           \
+      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemGetAllocationGranularity) \
+          X(cuMemCreate) X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                 \
+              X(cuMemAddressReserve) X(cuMemMap) X(cuMemSetAccess) X(cuMemUnmap) X(cuMemRelease)           \
+                  X(cuMemAddressFree) X(cuMemRetainAllocationHandle) X(cuMemAlloc) X(cuMemFree)            \
+                      X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)              \
+                          X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)      \
+                              X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)     \
+                                  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData)          \
+                                      X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)       \
+                                          X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamBeginCapture)    \
+                                              X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)         \
+                                                  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+                                                      X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 struct Driver {
 #define MORI_CUDA_DECLARE(name) decltype(&::name) name = nullptr;

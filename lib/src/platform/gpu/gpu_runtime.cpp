@@ -315,6 +315,12 @@ class GpuRuntime final : public Runtime {
                                     static_cast<unsigned>(shmem), static_cast<hipStream_t>(s), args,
                                     nullptr));
   }
+  int resident_blocks_per_multiprocessor(Function f, unsigned block) override {
+    int n = 0;
+    HIP_CHECK(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&n, static_cast<hipFunction_t>(f),
+                                                                 static_cast<int>(block), 0));
+    return n;
+  }
   bool launch_overlapping(Function f, unsigned grid, unsigned block, Stream s, void** args) override {
     if (compat::kIsCuda && overlap_ok_) {
       const hipError_t e = compat::launch_overlapping(static_cast<hipFunction_t>(f), grid, block, 0,

@@ -246,6 +246,10 @@ inline hipError_t hipModuleUnload(hipModule_t m) {
 inline hipError_t hipModuleGetFunction(hipFunction_t* f, hipModule_t m, const char* name) {
   return hoc::D().cuModuleGetFunction(f, m, name);
 }
+inline hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, hipFunction_t f,
+                                                                     int block_size, size_t shared_bytes) {
+  return hoc::D().cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, f, block_size, shared_bytes);
+}
 inline hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shmem, hipStream_t s, void** args,
                                         void** extra) {

@@ -41,6 +41,8 @@ struct PushSpec {
   bool overlap =
       true;  // launch so that the kernel's start overlaps its predecessor (Runtime::launch_overlapping)
   std::uint32_t mutate = 0;
+  bool device_scope =
+      false;  // signals at GPU scope (every rank on this GPU; docs/mori-a2a.md "Signal scope")
 };
 
 // A captured sequence of engine steps, replayed as one launch. Destroys itself; never throws from the
@@ -77,6 +79,8 @@ class A2aEngine {
   virtual const char* push_launch() const = 0;  // how the last push was launched: "programmatic" | "plain"
   virtual double default_skew_us() const = 0;   // long enough to expose a missing barrier
   virtual const Jit* jit() const = 0;           // null where nothing is compiled
+  // Blocks of this push kernel the whole device holds at once (multiprocessors x blocks per multiprocessor).
+  virtual long resident_blocks(const PushSpec& s) = 0;
 };
 
 struct EngineContext {
