@@ -48,3 +48,19 @@ TEST(A2aConfig, AutoPicksCopyForLargeChunksOnASharedDevice) {
   c.verify_epochs = 5;
   EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::copy});
 }
+
+// auto never takes ll: with device-scope signals on a shared device direct beat it at 4 KiB too.
+TEST(A2aConfig, AutoNeverPicksLl) {
+  A2aConfig c;
+  for (bool one_rank_per_device : {false, true})
+    for (std::size_t chunk : {std::size_t{4}, std::size_t{4096}, std::size_t{256} << 10})
+      EXPECT_EQ(a2a_protocols(c, chunk, one_rank_per_device), std::vector<Protocol>{Protocol::direct});
+}
+
+TEST(A2aConfig, SignalScopeParses) {
+  EXPECT_EQ(parse_signal_scope("auto"), SignalScope::auto_select);
+  EXPECT_EQ(parse_signal_scope("system"), SignalScope::system);
+  EXPECT_EQ(parse_signal_scope("device"), SignalScope::device);
+  EXPECT_THROW(parse_signal_scope("gpu"), UsageError);
+  EXPECT_THROW(parse_signal_scope(""), UsageError);
+}

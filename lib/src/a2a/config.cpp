@@ -13,15 +13,17 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far
 // devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there, copy
 // from copy_from. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
 // from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
-// 8 ranks on one H200 ll is fastest at 4 KiB only (6.87 vs 7.20 us), direct up to 16 MiB; and from
-// results/h200/protocol-sweep-copy/: copy at 64 MiB (2034 vs 2146 us, 0.996 of the ceiling), not at 16 MiB
-// (537 vs 531); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2 us).
+// 8 ranks on one H200 at device scope (results/h200/protocol-sweep-scope/) direct is fastest from 4 KiB to
+// 16 MiB, ll never (4 KiB: 5.54 / 5.68 vs 4.95 / 4.80 us; at system scope ll had won there, 6.87 vs 7.20),
+// and copy from 64 MiB (2034.9 vs simple 2137.6, direct 2147.9 us; 0.996 of the ceiling), not at 16 MiB
+// (537.8 vs 528.7); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2
+// us).
 struct AutoProtocol {
   std::size_t ll_up_to, simple_from, copy_from;
 };
 constexpr std::size_t kNever = ~std::size_t{0};
 constexpr AutoProtocol kRemote{0, std::size_t{16} << 20, kNever};
-constexpr AutoProtocol kShared{std::size_t{4} << 10, std::size_t{64} << 20, std::size_t{64} << 20};
+constexpr AutoProtocol kShared{0, std::size_t{64} << 20, std::size_t{64} << 20};
 
 // The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
 // have, so a captured graph holds fixed parities: each replay must start at the parity of the capture, which
