@@ -186,18 +186,21 @@ struct A2aBench::Impl {
             a2a_ll_pitch(chunk)};
   }
 
-  PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple) const {
+  // as_configured = false: the automatic kernel shape whatever --blocks-per-peer and --unroll say.
+  PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple,
+                bool as_configured = true) const {
     PushSpec s;
     s.addressing = a;
     s.sync = sync;
     s.protocol = proto;
-    s.blocks_per_peer = cfg.blocks_per_peer ? cfg.blocks_per_peer
-                                            : auto_blocks_per_peer(info.multiprocessors, world, chunk,
-                                                                   kThreads, placement.one_rank_per_device);
+    s.blocks_per_peer = cfg.blocks_per_peer && as_configured
+                            ? cfg.blocks_per_peer
+                            : auto_blocks_per_peer(info.multiprocessors, world, chunk, kThreads,
+                                                   placement.one_rank_per_device);
     if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
     if (sync && proto == Protocol::copy)
       s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
-    s.unroll = cfg.unroll ? cfg.unroll : auto_unroll(chunk);
+    s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
     // The copy engines' writes are not a thread's: the copy protocol's barrier keeps system scope.
     s.device_scope = device_scope && sync && proto != Protocol::copy;
     s.overlap = cfg.overlap_launch && overlapping_launch_exists() &&
@@ -407,8 +410,12 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
   std::vector<A2aResult> out;
   for (std::size_t chunk : m.cfg.chunks) {
     detail::Timer t = m.timer(0);
-    const Ceiling ceiling =
-        detail::measure_ceiling(t, m.layout(chunk), m.spec(Addressing::ptr, false, chunk), m.world);
+    std::vector<PushSpec> sm_copies{m.spec(Addressing::ptr, false, chunk, Protocol::simple, false)};
+    const PushSpec configured = m.spec(Addressing::ptr, false, chunk);
+    if (configured.blocks_per_peer != sm_copies[0].blocks_per_peer ||
+        configured.unroll != sm_copies[0].unroll)
+      sm_copies.push_back(configured);
+    const Ceiling ceiling = detail::measure_ceiling(t, m.layout(chunk), sm_copies, m.world);
     const auto protocols = m.protocols(chunk);
     for (SyncMode s : m.cfg.syncs)
       for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})

@@ -204,7 +204,12 @@ Json to_json(const A2aResult& r) {
   j["ceiling_spread"] = r.ceiling.spread;
   Json cs = Json::array();
   for (const auto& c : r.ceiling.samples)
-    cs.push_back({{"kind", c.kind}, {"graph", c.graph}, {"round", c.round}, {"gbps", c.gbps}});
+    cs.push_back({{"kind", c.kind},
+                  {"graph", c.graph},
+                  {"round", c.round},
+                  {"gbps", c.gbps},
+                  {"blocks_per_peer", c.blocks_per_peer ? Json(c.blocks_per_peer) : Json(nullptr)},
+                  {"unroll", c.unroll ? Json(c.unroll) : Json(nullptr)}});
   j["ceilings"] = cs;
   j["ceiling_ratio"] = r.ceiling.gbps > 0 ? r.total_bw_gbps / r.ceiling.gbps : 0.0;
   j["physical_bw_gbps"] = r.physical.gbps ? Json(*r.physical.gbps) : Json(nullptr);

@@ -58,14 +58,17 @@ double Timer::p50(Launch how, const std::function<void()>& one, const std::strin
   return time_stats(max_over_ranks(boot, step + ".times", samples(how, one, step))).p50;
 }
 
-Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const PushSpec& sm_copy, int world) {
+Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec>& sm_copies, int world) {
   const double bytes = static_cast<double>(world) * static_cast<double>(world) * static_cast<double>(L.chunk);
   struct Candidate {
     std::string kind;
     std::function<void()> one;
+    int blocks_per_peer = 0, unroll = 0;
   };
   std::vector<Candidate> cands;
-  if (t.eng.copy_kind() != "host_memcpy") cands.push_back({"sm_copy", [&] { t.eng.push(L, sm_copy); }});
+  if (t.eng.copy_kind() != "host_memcpy")
+    for (const PushSpec& s : sm_copies)
+      cands.push_back({"sm_copy", [&t, &L, &s] { t.eng.push(L, s); }, s.blocks_per_peer, s.unroll});
   cands.push_back({t.eng.copy_kind(), [&] { t.eng.copy_peers(L); }});
   Ceiling c;
   const int saved_k = t.graph_k;
@@ -76,18 +79,22 @@ Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const PushSpec& sm_copy, i
         if (graph && t.eng.copy_kind() == "host_memcpy") continue;  // the host runtime has no graphs
         const double p50 =
             t.p50(graph ? Launch::graph : Launch::stream, cand.one, "a2a.ceiling." + cand.kind);
-        c.samples.push_back({cand.kind, graph, round, p50 > 0 ? bytes / p50 / 1e3 : 0});
+        c.samples.push_back(
+            {cand.kind, graph, round, p50 > 0 ? bytes / p50 / 1e3 : 0, cand.blocks_per_peer, cand.unroll});
       }
   t.graph_k = saved_k;
+  const CeilingSample* best = nullptr;
   for (const auto& s : c.samples)
     if (s.gbps > c.gbps) {
       c.gbps = s.gbps;
       c.kind = s.kind;
       c.graph = s.graph;
+      best = &s;
     }
   double lo = 0, hi = 0;
   for (const auto& s : c.samples)
-    if (s.kind == c.kind && s.graph == c.graph) {
+    if (best && s.kind == best->kind && s.graph == best->graph &&
+        s.blocks_per_peer == best->blocks_per_peer && s.unroll == best->unroll) {
       lo = lo == 0 ? s.gbps : std::min(lo, s.gbps);
       hi = std::max(hi, s.gbps);
     }

@@ -49,7 +49,9 @@ struct Placement {
 
 // Copies of the same bytes into the same destinations, all ranks at once: the SM copy (the push without
 // synchronisation) and the engine's copies, plain and graph-captured, two rounds each; the best of all.
-Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const PushSpec& sm_copy, int world);
+// sm_copies: the SM copy in every kernel shape worth trying (the automatic one, and the row's own where the
+// options set another), so that a shape given by hand never lowers the bound.
+Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec>& sm_copies, int world);
 
 PhysicalLimit physical_limit(const Placement& pl, const DeviceInfo& d, std::uint64_t chunk,
                              std::uint64_t pitch);

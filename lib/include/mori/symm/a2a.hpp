@@ -65,13 +65,14 @@ struct CeilingSample {
   bool graph = false;
   int round = 0;
   double gbps = 0;  // all chunks of all ranks / p50 of the per-iteration maximum over ranks
+  int blocks_per_peer = 0, unroll = 0;  // the SM copy's kernel shape (0 for the other kinds)
 };
 
 struct Ceiling {
   double gbps = 0;  // best of all samples
   std::string kind;
   bool graph = false;
-  double spread = 0;  // |round 1 - round 2| / max, of the winning kind and mode
+  double spread = 0;  // |round 1 - round 2| / max, of the winning kind, shape and mode
   std::vector<CeilingSample> samples;
 };
 
