@@ -1,7 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/json.hpp"
 
 using namespace mori::symm;
 
@@ -63,4 +70,68 @@ TEST(A2aConfig, SignalScopeParses) {
   EXPECT_EQ(parse_signal_scope("device"), SignalScope::device);
   EXPECT_THROW(parse_signal_scope("gpu"), UsageError);
   EXPECT_THROW(parse_signal_scope(""), UsageError);
+}
+
+namespace {
+
+// p50s of the graph rows of one sweep (a set of mori.a2a/2 files of one session): chunk -> protocol -> runs.
+using Sweep = std::map<std::size_t, std::map<std::string, std::vector<double>>>;
+
+Sweep read_sweep(const std::vector<std::string>& files) {
+  Sweep s;
+  for (const auto& f : files) {
+    std::ifstream in(std::string(MORI_RESULTS_DIR) + "/" + f);
+    EXPECT_TRUE(in.good()) << f;
+    if (!in) continue;
+    const Json doc = Json::parse(in);
+    for (const auto& r : doc.at("results"))
+      if (r.at("graph").get<bool>() && r.at("graph_iters").get<int>() == 16 && r.at("sync") == "device")
+        s[r.at("chunk_bytes").get<std::size_t>()][r.at("protocol").get<std::string>()].push_back(
+            r.at("time_us").at("p50").get<double>());
+  }
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Within each sweep, at every chunk it measured the protocol auto picks (when that sweep measured it), the
+// pick is the fastest median or within 1% of it (the runs of one sweep differ by about that).
+void expect_auto_follows(const std::vector<std::string>& files, bool one_rank_per_device) {
+  A2aConfig c;
+  c.graph = 16;
+  const Sweep sweep = read_sweep(files);
+  ASSERT_FALSE(sweep.empty());
+  for (const auto& [chunk, by] : sweep) {
+    const Protocol pick = a2a_protocols(c, chunk, one_rank_per_device).at(0);
+    const auto it = by.find(to_string(pick));
+    if (it == by.end()) continue;  // this sweep did not measure what auto picks here
+    double best = 1e300;
+    std::string fastest;
+    for (const auto& [proto, runs] : by)
+      if (median(runs) < best) best = median(runs), fastest = proto;
+    EXPECT_LE(median(it->second), 1.01 * best)
+        << files.front() << ": " << chunk << " B: auto picks " << to_string(pick) << " ("
+        << median(it->second) << " us), " << fastest << " took " << best << " us";
+  }
+}
+
+}  // namespace
+
+// --protocol auto is a table read off committed sweeps (lib/src/a2a/config.cpp names them); it must keep
+// agreeing with them.
+TEST(A2aConfig, AutoFollowsTheCommittedSweeps) {
+  expect_auto_follows({"h200/protocol-sweep-scope/w8-programmatic-r1.json",
+                       "h200/protocol-sweep-scope/w8-programmatic-r2.json"},
+                      false);
+  expect_auto_follows({"h200x2/protocol-sweep/launch/w2-programmatic-r1.json",
+                       "h200x2/protocol-sweep/launch/w2-programmatic-r2.json"},
+                      true);
+  expect_auto_follows({"h200x2/protocol-sweep/all/w2-r1.json", "h200x2/protocol-sweep/all/w2-r2.json"}, true);
+  expect_auto_follows({"h200x2/protocol-sweep-copy/w2-programmatic-r1.json",
+                       "h200x2/protocol-sweep-copy/w2-programmatic-r2.json"},
+                      true);
 }
