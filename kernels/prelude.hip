@@ -17,7 +17,7 @@ __device__ __forceinline__ u64 mori_now_ns() {
 }
 // Signals at one of two memory scopes, chosen per launch by the host (docs/mori-a2a.md "Signal scope"):
 // system (`dev` false: peers on other devices) or device (`dev` true: every rank's kernel runs on this GPU,
-// ranks sharing it under MPS, so the device's L2 is where they all meet). The branch is uniform.
+// ranks sharing it under MPS; why that holds is the hardware's one L2, not the PTX model). The branch is uniform.
 __device__ __forceinline__ void mori_fence(bool dev) {
   if (dev)
     __threadfence();

@@ -50,6 +50,8 @@ CASES = [
     ("mori-a2a", 2, ["--stride-quantum", "3K"], {}, 2, "--stride-quantum: 3072 is not a multiple of the allocation granularity"),
     ("mori-a2a", 2, ["-b", "1M"], {}, 2, "-b/-e: give both"),
     ("mori-a2a", 2, ["-b", "1M", "-e", "4M", "-f", "1"], {}, 2, "-f: the factor must be in (1, 1024]"),
+    ("mori-a2a", 2, ["--signal-scope", "gpu"], {}, 2, "--signal-scope: unknown value 'gpu'"),
+    ("mori-a2a", 2, ["--signal-scope", "device"], {}, 2, "--signal-scope device: needs every rank on one NVIDIA GPU"),
     ("mori-a2a", 2, ["--no-such-option"], {}, 2, "--no-such-option"),
     ("mori-a2a", 2, [], {"MORI_LOG_LEVEL": "loud"}, 2, "MORI_LOG_LEVEL: unknown level 'loud'"),
     ("mori-a2a", 2, [], {"MORI_NODE_ID": LONG}, 2, "MORI_NODE_ID: at most 31 characters"),

@@ -223,6 +223,12 @@ def case_a2a(tmp, count, where):
     graphs = {(r.get("addressing"), r.get("chunk_bytes")) for r in res if r.get("graph") and r.get("graph_iters") == 4}
     check(f"graph replays of 4 iterations ran for both addressing models and both chunks ({sorted(graphs)})",
           len(graphs) == 4 and all(r.get("total_bw_gbps", 0) > 0 for r in res), out)
+    # Device-scope signals exactly where both ranks share one GPU, and never for the copy protocol's barrier.
+    shared = count < 2 and (doc or {}).get("meta", {}).get("platform") == "cuda"  # AMD: system scope always
+    want = {p: ("device" if shared and p != "copy" else "system") for p in ("simple", "direct", "ll", "copy")}
+    scopes = sorted({(r.get("protocol"), r.get("signal_scope")) for r in res})
+    check(f"signal_scope is {'device (system for copy)' if shared else 'system'} in every row ({scopes})",
+          len(res) > 0 and all(r.get("signal_scope") == want.get(r.get("protocol")) for r in res), out)
     meta = doc.get("meta", {}) if doc else {}
     ok, why = where.placement_ok(doc, count)
     check(f"the report says backend gpu, world 2 and the placement asked for ({why})",

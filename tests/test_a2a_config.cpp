@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/detail/placement.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/json.hpp"
 
@@ -134,4 +135,32 @@ TEST(A2aConfig, AutoFollowsTheCommittedSweeps) {
   expect_auto_follows({"h200x2/protocol-sweep-copy/w2-programmatic-r1.json",
                        "h200x2/protocol-sweep-copy/w2-programmatic-r2.json"},
                       true);
+}
+
+// A device is its PCI bus id, not its ordinal: ranks each confined to their own GPU (CUDA_VISIBLE_DEVICES per
+// rank) all see ordinal 0, and must not be taken for ranks sharing one GPU (device-scope signals would then
+// be wrong).
+TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
+  using detail::RankPlace;
+  DeviceInfo a, b;
+  a.pci_bus_id = "0000:19:00.0";
+  b.pci_bus_id = "0000:3b:00.0";
+  const std::uint64_t host = 7;
+  auto two_gpus = detail::placement_of(
+      {RankPlace{host, detail::device_identity(a, 0), 1}, RankPlace{host, detail::device_identity(b, 0), 1}},
+      false);
+  EXPECT_FALSE(two_gpus.all_one_device);
+  EXPECT_TRUE(two_gpus.one_rank_per_device);
+  EXPECT_EQ(two_gpus.max_ranks_per_device, 1);
+  auto one_gpu = detail::placement_of(
+      {RankPlace{host, detail::device_identity(a, 0), 1}, RankPlace{host, detail::device_identity(a, 1), 0}},
+      false);
+  EXPECT_TRUE(one_gpu.all_one_device);
+  EXPECT_EQ(one_gpu.max_ranks_per_device, 2);
+  EXPECT_TRUE(one_gpu.any_without_mps);
+  // Without a bus id (the host runtime says "none") the ordinal names the device.
+  DeviceInfo none;
+  none.pci_bus_id = "none";
+  EXPECT_NE(detail::device_identity(none, 0), detail::device_identity(none, 1));
+  EXPECT_EQ(detail::device_identity(none, 1), detail::device_identity(none, 1));
 }

@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
     app.add_option(
            "--launch", o.launch,
            "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; it "
-           "waits for it on the device), with one rank per GPU or where every block of the GPU's ranks "
-           "fits at once | plain")
+           "waits for it on the device), with one rank per GPU or where two launches of every rank of the "
+           "GPU fit on it at once | plain")
         ->capture_default_str();
     app.add_option("--signal-scope", o.signal_scope,
                    "Scope of the device-sync signals: device (every rank on one NVIDIA GPU) | system | auto "

@@ -44,28 +44,14 @@ std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string
   return s;
 }
 
-// Which ranks share a device, whether MPS serves them: one allgather.
-detail::Placement find_placement(Bootstrap& boot, int device, bool host_runtime, bool* time_sliced) {
-  struct Where {
-    std::uint64_t host;
-    std::int32_t device;
-    std::int32_t mps;
-  };
-  auto all = boot.allgather_value("a2a.placement",
-                                  Where{std::hash<std::string>{}(detail::host_name()), device, mps_active()});
-  detail::Placement pl;
-  pl.world = boot.world();
-  pl.host_runtime = host_runtime;
-  bool any_without_mps = false;
-  for (const auto& w : all) {
-    int same = 0;
-    for (const auto& v : all) same += v.host == w.host && v.device == w.device;
-    pl.max_ranks_per_device = std::max(pl.max_ranks_per_device, same);
-    if (w.host != all[0].host || w.device != all[0].device) pl.all_one_device = false;
-    any_without_mps |= !w.mps;
-  }
-  pl.one_rank_per_device = pl.max_ranks_per_device == 1 && pl.world > 1;
-  *time_sliced = !host_runtime && pl.max_ranks_per_device > 1 && any_without_mps;
+// Which ranks share a device (by its PCI bus id), whether MPS serves them: one allgather.
+detail::Placement find_placement(Bootstrap& boot, const DeviceInfo& info, int device, bool host_runtime,
+                                 bool* time_sliced) {
+  const detail::RankPlace mine{std::hash<std::string>{}(detail::host_name()),
+                               detail::device_identity(info, device), mps_active()};
+  const detail::Placement pl =
+      detail::placement_of(boot.allgather_value("a2a.placement", mine), host_runtime);
+  *time_sliced = !host_runtime && pl.max_ranks_per_device > 1 && pl.any_without_mps;
   return pl;
 }
 
@@ -92,7 +78,7 @@ struct A2aBench::Impl {
     if (boot.team_size() != world)
       throw UsageError("mori-a2a: every rank must be in one load/store team (this job spans " +
                        std::to_string(boot.num_nodes()) + " nodes)");
-    placement = find_placement(boot, device, host, &time_sliced);
+    placement = find_placement(boot, info, device, host, &time_sliced);
     if (placement.one_rank_per_device && !host) read_link_rates();
     refuse_time_slicing();
     refuse_ll_that_cannot_fit();
@@ -201,7 +187,7 @@ struct A2aBench::Impl {
     if (sync && proto == Protocol::copy)
       s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
     s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
-    // The copy engines' writes are not a thread's: the copy protocol's barrier keeps system scope.
+    // The copy protocol's barrier keeps system scope, conservatively (docs/mori-a2a.md "Signal scope").
     s.device_scope = device_scope && sync && proto != Protocol::copy;
     s.overlap = cfg.overlap_launch && overlapping_launch_exists() &&
                 !(sync && proto == Protocol::copy) &&  // the barrier's predecessor is a copy, not a kernel
@@ -214,14 +200,18 @@ struct A2aBench::Impl {
   // waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound expired). Where
   // two launches of every rank of the device fit on it at once (the running one and its waiting successor),
   // no block can wait for a place, so they may overlap (docs/mori-a2a.md "Launches").
+  // A share of the multiprocessors set for MPS clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100) is not
+  // in the driver's occupancy figure, so no overlap then.
   bool every_block_resident(const PushSpec& s) const {
+    const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    if (share && *share && std::atof(share) < 100) return false;
     const long grid = static_cast<long>(world) * s.blocks_per_peer;
     return 2L * std::max(placement.max_ranks_per_device, 1) * grid <= eng->resident_blocks(s);
   }
 
-  // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope"): the ranks'
-  // kernels then meet in the device's L2, and a GPU-scope release/acquire orders what they need. Elsewhere a
-  // peer on another device (or the AMD path, never measured at device scope) needs system scope.
+  // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
+  // holds, on the hardware's terms). Elsewhere a peer on another device (or the AMD path, never measured at
+  // device scope) needs system scope.
   bool choose_signal_scope() const {
     const bool applies = rt.platform() == Platform::cuda && placement.all_one_device;
     if (cfg.signal_scope == SignalScope::device && !applies)
@@ -351,6 +341,7 @@ struct A2aBench::Impl {
     }
     // The push alone is the plain push of the same bytes for every protocol: the floor all of them share.
     PushSpec bare = spec(a, false, chunk);
+    if (device_sync) bare.overlap = s.overlap;  // the row's launch mode (a push that never waits may overlap)
     const A2aLayout empty = layout(0);
     // One iteration, the push alone and the synchronisation alone, in the row's launch mode.
     std::function<void()> iteration = [&] { eng->push(L, s); };

@@ -125,9 +125,8 @@ class GpuEngine final : public A2aEngine {
   // chunks into every peer's receive buffer of the next launch's parity, then simple's barrier runs as a
   // zero-byte launch. Stream order completes the copies before that kernel starts; its system-scope fence and
   // flags then publish them as they publish a kernel's own stores (at system scope: a2a.cpp spec() never
-  // gives the copy protocol device scope, since the copy engines' writes are not a thread's). The copies
-  // cannot read the status word, so after an expired wait they still run (the barrier behind them sends
-  // nothing).
+  // gives the copy protocol device scope). The copies cannot read the status word, so after an expired wait
+  // they still run (the barrier behind them sends nothing).
   void push_copy(const A2aLayout& L, const PushSpec& sp) {
     if (L.chunk && !(sp.mutate & kMutateStale)) {
       copy_to_peers(L, (epoch_ & 1u) * L.region, (sp.mutate & kMutateOverrun) != 0);

@@ -9,6 +9,7 @@
 
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/detail/a2a_engine.hpp"
+#include "mori/symm/detail/placement.hpp"
 
 namespace mori::symm {
 class Bootstrap;
@@ -34,17 +35,6 @@ struct Timer {
   std::vector<double> samples(Launch how, const std::function<void()>& one, const std::string& step);
   // p50 of the per-sample maximum over ranks; collective.
   double p50(Launch how, const std::function<void()>& one, const std::string& step);
-};
-
-// Where the ranks sit, from one allgather at start.
-struct Placement {
-  int world = 1;
-  bool host_runtime = false;
-  bool all_one_device = true;
-  bool one_rank_per_device = false;
-  int max_ranks_per_device = 1;
-  double link_gbps = 0;  // per direction, per device, 0 = unknown
-  std::string link_source = "NVLink not read";
 };
 
 // Copies of the same bytes into the same destinations, all ranks at once: the SM copy (the push without

@@ -47,7 +47,8 @@ struct A2aConfig {
   int blocks_per_peer = 0;          // 0 = auto
   int unroll = 0;                   // 16-byte loads in flight per thread before its stores: 4, 8, or 0 = auto
   bool overlap_launch = true;  // pushes launched to overlap their predecessor where it exists (--launch):
-                               // CUDA sm_90+, one rank per GPU or every block of the device resident
+                               // CUDA sm_90+, one rank per GPU or two launches of every rank of the
+                               // GPU resident at once
   SignalScope signal_scope = SignalScope::auto_select;
   int warmup = 5;
   int iters = 20;

@@ -315,11 +315,18 @@ class GpuRuntime final : public Runtime {
                                     static_cast<unsigned>(shmem), static_cast<hipStream_t>(s), args,
                                     nullptr));
   }
+  // A failed query answers 0 (the caller then launches plainly) and says so once: it decides a launch mode,
+  // nothing that a run depends on.
   int resident_blocks_per_multiprocessor(Function f, unsigned block) override {
     int n = 0;
-    HIP_CHECK(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&n, static_cast<hipFunction_t>(f),
-                                                                 static_cast<int>(block), 0));
-    return n;
+    const hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&n, static_cast<hipFunction_t>(f),
+                                                                            static_cast<int>(block), 0);
+    if (e == hipSuccess) return n;
+    if (!occupancy_warned_)
+      spdlog::warn("cuOccupancyMaxActiveBlocksPerMultiprocessor failed ({}) at {}:{}: plain launches",
+                   hipGetErrorName(e), __FILE__, __LINE__);
+    occupancy_warned_ = true;
+    return 0;
   }
   bool launch_overlapping(Function f, unsigned grid, unsigned block, Stream s, void** args) override {
     if (compat::kIsCuda && overlap_ok_) {
@@ -366,6 +373,7 @@ class GpuRuntime final : public Runtime {
 
  private:
   bool overlap_ok_ = true;  // programmatic launches work here (until the driver refuses one)
+  bool occupancy_warned_ = false;
   void check_device(int device) const {
     if (device < 0 || device >= count_)
       throw UsageError("--device: " + std::to_string(device) + " is out of range (this node has " +
