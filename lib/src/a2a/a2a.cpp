@@ -191,22 +191,30 @@ struct A2aBench::Impl {
     s.device_scope = device_scope && sync && proto != Protocol::copy;
     s.overlap = cfg.overlap_launch && overlapping_launch_exists() &&
                 !(sync && proto == Protocol::copy) &&  // the barrier's predecessor is a copy, not a kernel
-                (placement.one_rank_per_device || every_block_resident(s));
+                (placement.one_rank_per_device || overlap_cannot_starve(s));
     return s;
   }
 
-  // Programmatic launches where ranks share a device: a successor waiting on the device holds its
-  // multiprocessors, and those can be the ones another rank's kernel needs to reach the barrier this kernel
-  // waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound expired). Where
-  // two launches of every rank of the device fit on it at once (the running one and its waiting successor),
-  // no block can wait for a place, so they may overlap (docs/mori-a2a.md "Launches").
+  // Programmatic launches where ranks share a device (docs/mori-a2a.md "Launches"): a successor waiting on
+  // the device holds its place, and that can be the place another rank's kernel needs to reach the barrier
+  // this kernel waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound
+  // expired). Within one phase of the run every rank launches the same kernel, so the blocks that hold a
+  // place while they wait are: a successor's blocks (until their own predecessor completes; a successor
+  // starts only once every block of that predecessor has started, so a rank with blocks still to place has
+  // none), and the one last block per launch that waits for the peers (simple, direct), or every block of a
+  // launch (ll). When those cannot fill every place the device has for this kernel, a block still to place
+  // always finds one:
+  //   simple, direct: ranks x (grid + 1) <= places (waiting at most (ranks - 1) x grid + ranks < places)
+  //   ll:             2 x ranks x grid <= places
   // A share of the multiprocessors set for MPS clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100) is not
   // in the driver's occupancy figure, so no overlap then.
-  bool every_block_resident(const PushSpec& s) const {
+  bool overlap_cannot_starve(const PushSpec& s) const {
     const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     if (share && *share && std::atof(share) < 100) return false;
     const long grid = static_cast<long>(world) * s.blocks_per_peer;
-    return 2L * std::max(placement.max_ranks_per_device, 1) * grid <= eng->resident_blocks(s);
+    const long ranks = std::max(placement.max_ranks_per_device, 1);
+    const long waiting = s.sync && s.protocol == Protocol::ll ? 2 * ranks * grid : ranks * (grid + 1);
+    return waiting <= eng->resident_blocks(s);
   }
 
   // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
