@@ -148,12 +148,13 @@ int auto_unroll(std::size_t chunk_bytes) {
 }
 
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
-                         bool remote_peers) {
+                         bool remote_peers, int vectors_per_thread) {
   // Each thread should move at least 8 vectors (128 bytes): thinner blocks spend their time being scheduled
   // (measured on the H200 at 8 ranks, 256 KiB: 4 blocks per peer 23.6 us, 32 blocks 31.8 us). And no more
   // blocks than about four per multiprocessor across all peers.
   const std::size_t vecs = chunk_bytes / 16;
-  const std::size_t per_block = static_cast<std::size_t>(threads) * 8;
+  const std::size_t per_block =
+      static_cast<std::size_t>(threads) * static_cast<std::size_t>(std::max(vectors_per_thread, 1));
   const std::size_t useful = (vecs + per_block - 1) / per_block;
   const std::size_t target =
       (4 * static_cast<std::size_t>(std::max(multiprocessors, 1)) + static_cast<std::size_t>(world) - 1) /

@@ -2,6 +2,7 @@
 // "The contract"). Peer copies for the ceiling fork to one stream per peer and join back, so they run
 // concurrently and can be captured into a graph.
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "mori/symm/detail/a2a_engine.hpp"
@@ -93,8 +94,14 @@ class GpuEngine final : public A2aEngine {
   }
 
   long resident_blocks(const PushSpec& sp) override {
-    return static_cast<long>(std::max(sms_, 1)) *
-           c_.rt.resident_blocks_per_multiprocessor(module_.function(kernel_name(sp)), kThreads);
+    const std::string name = kernel_name(sp);
+    auto it = resident_.find(name);
+    if (it == resident_.end())
+      it = resident_
+               .emplace(name, static_cast<long>(std::max(sms_, 1)) *
+                                  c_.rt.resident_blocks_per_multiprocessor(module_.function(name), kThreads))
+               .first;
+    return it->second;
   }
 
   void launch_push(const A2aLayout& L, const PushSpec& sp) {
@@ -278,6 +285,7 @@ class GpuEngine final : public A2aEngine {
   std::unique_ptr<OwnedEvent> fork_;
   std::vector<OwnedStream> side_;
   std::vector<OwnedEvent> joins_;
+  std::map<std::string, long> resident_;  // resident_blocks per kernel instantiation, asked once
 };
 
 }  // namespace

@@ -117,9 +117,11 @@ int auto_unroll(std::size_t chunk_bytes);
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
 // remote_peers (one rank per device, peers over links): at least min(32, one vector per thread) blocks, since
 // one block's stores over NVLink are latency-bound (measured on 2 x H200, 256 KiB in a graph: 4 blocks 5.6
-// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/h200x2/bpp-sweep/).
+// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/h200x2/bpp-sweep/). vectors_per_thread: the 16-byte
+// vectors each thread moves at least (8 by default; mori-a2a tries 4 where ranks share a GPU, see
+// docs/mori-a2a.md "Launches").
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
-                         bool remote_peers = false);
+                         bool remote_peers = false, int vectors_per_thread = 8);
 
 // Receive-slot pitch for a chunk: the chunk plus a poisoned guard of at least 16 bytes, 256-byte aligned.
 std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
