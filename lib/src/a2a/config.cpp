@@ -14,9 +14,9 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far
 // from copy_from. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
 // from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
 // 8 ranks on one H200 at device scope (results/h200/protocol-sweep-scope/) direct is fastest from 4 KiB to
-// 16 MiB, ll never (4 KiB: 5.54 / 5.68 vs 4.95 / 4.80 us; at system scope ll had won there, 6.87 vs 7.20),
-// and copy from 64 MiB (2034.9 vs simple 2137.6, direct 2147.9 us; 0.995 of the ceiling), not at 16 MiB
-// (537.8 vs 528.7); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2
+// 16 MiB, ll never (4 KiB: 5.64 / 5.74 vs 4.62 / 4.84 us; at system scope ll had won there, 6.87 vs 7.20),
+// and copy from 64 MiB (2048.6 vs simple 2142.1, direct 2151.2 us; 0.995 of the ceiling), not at 16 MiB
+// (541.8 vs 530.6); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2
 // us).
 struct AutoProtocol {
   std::size_t ll_up_to, simple_from, copy_from;
