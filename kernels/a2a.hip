@@ -177,6 +177,7 @@ __global__ void __launch_bounds__(512)
              int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
+  const bool dev = device_scope != 0;
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
@@ -192,7 +193,7 @@ __global__ void __launch_bounds__(512)
   __syncthreads();
   if (threadIdx.x == 0) {
     if (kSync && kDirect && !abandoned) {
-      mori_red_add_release(mori_pad(peer, L.signal_offset)->flags + world + me, 1u, device_scope != 0);
+      mori_red_add_release(mori_pad(peer, L.signal_offset)->flags + world + me, 1u, dev);
     } else {
       // This block's stores are ordered before its arrival at GPU scope; the last block's fence at the signal
       // scope then orders every counted block's stores before the flags (causality is transitive across
@@ -203,13 +204,13 @@ __global__ void __launch_bounds__(512)
   if (!mori_arrive_last(mine) || !kSync || abandoned) return;
   if (kDirect) {
     mori_counter_wait(mine, world, static_cast<u32>(blocks_per_peer), epoch + 1u, timeout_ns, mutate, status,
-                      device_scope != 0);
+                      dev);
     return;
   }
   if (threadIdx.x != 0) return;
-  mori_fence(device_scope != 0);
+  mori_fence(dev);
   mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
-                                 mutate, status, device_scope != 0);
+                                 mutate, status, dev);
 }
 
 // Low-latency protocol ("ll"; docs/mori-a2a.md "Synchronisation and protocols"). The flag travels in the
@@ -276,6 +277,7 @@ __global__ void __launch_bounds__(512)
            int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
+  const bool dev = device_scope != 0;
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;          // this block sends to p ...
@@ -303,14 +305,12 @@ __global__ void __launch_bounds__(512)
       uint4 v;
       v.x = v.y = v.z = v.w = 0;
       if (words) v = mori_load_nc(s + g);
-      mori_store2_relaxed(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag), device_scope != 0);
-      mori_store2_relaxed(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag),
-                          device_scope != 0);
+      mori_store2_relaxed(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag), dev);
+      mori_store2_relaxed(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag), dev);
     }
     char* dst = recv + static_cast<u64>(q) * L.pitch;
     const u64* in = reinterpret_cast<const u64*>(mybase + staging + static_cast<u64>(q) * L.ll_pitch);
-    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status,
-                        device_scope != 0) &&
+    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status, dev) &&
         (mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
       uint4 junk;
       junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;

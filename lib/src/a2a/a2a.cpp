@@ -260,12 +260,9 @@ struct A2aBench::Impl {
   }
   bool ll_fits() const { return ll_block_limit() >= 1; }
 
-  // As given, else the measured choice; auto never picks ll where its launches cannot all be resident.
+  // As given, else the measured choice for this placement (never ll).
   std::vector<Protocol> protocols(std::size_t chunk) const {
-    auto ps = a2a_protocols(cfg, chunk, placement.one_rank_per_device);
-    if (cfg.protocols.empty() && !ll_fits() && ps == std::vector<Protocol>{Protocol::ll})
-      return {Protocol::direct};
-    return ps;
+    return a2a_protocols(cfg, chunk, placement.one_rank_per_device);
   }
 
   // Programmatic dependent launch needs compute capability 9.0 (NVIDIA); elsewhere the attribute would be

@@ -10,8 +10,8 @@ namespace mori::symm {
 namespace {
 constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
 // The automatic protocol (docs/mori-a2a.md "Synchronisation and protocols"), per placement (peers on other
-// devices, or ranks sharing one device): ll up to ll_up_to, direct below simple_from, simple from there, copy
-// from copy_from. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
+// devices, or ranks sharing one device): direct below simple_from, simple from there, copy from copy_from;
+// ll never. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
 // from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
 // 8 ranks on one H200 at device scope (results/h200/protocol-sweep-scope/) direct is fastest from 4 KiB to
 // 16 MiB, ll never (4 KiB: 5.64 / 5.74 vs 4.62 / 4.84 us; at system scope ll had won there, 6.87 vs 7.20),
@@ -19,11 +19,11 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far
 // (541.8 vs 530.6); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2
 // us).
 struct AutoProtocol {
-  std::size_t ll_up_to, simple_from, copy_from;
+  std::size_t simple_from, copy_from;
 };
 constexpr std::size_t kNever = ~std::size_t{0};
-constexpr AutoProtocol kRemote{0, std::size_t{16} << 20, kNever};
-constexpr AutoProtocol kShared{0, std::size_t{64} << 20, std::size_t{64} << 20};
+constexpr AutoProtocol kRemote{std::size_t{16} << 20, kNever};
+constexpr AutoProtocol kShared{std::size_t{64} << 20, std::size_t{64} << 20};
 
 // The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
 // have, so a captured graph holds fixed parities: each replay must start at the parity of the capture, which
@@ -89,7 +89,6 @@ std::vector<Protocol> parse_protocols(const std::string& text) {
 std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device) {
   if (!c.protocols.empty()) return c.protocols;
   const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
-  if (chunk_bytes <= a.ll_up_to) return {Protocol::ll};
   // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
   if (chunk_bytes >= a.copy_from && copy_fits_graphs(c)) return {Protocol::copy};
   return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};

@@ -141,8 +141,8 @@ class GpuEngine final : public A2aEngine {
     }
     PushSpec barrier = sp;
     barrier.mutate = sp.mutate & kMutateNoWait;  // stale and overrun act on the copies above, not here
-    barrier.protocol =
-        Protocol::simple;  // with the caller's one block per peer and plain launch (a2a.cpp spec)
+    // simple's barrier, with the caller's one block per peer and plain launch (a2a.cpp spec)
+    barrier.protocol = Protocol::simple;
     A2aLayout none = L;
     none.chunk = 0;
     launch_push(none, barrier);
