@@ -70,6 +70,26 @@ __device__ __forceinline__ void mori_load2_relaxed(const u64* p, u64* a, u64* b,
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
+// Read-only 16-byte load marked evict-first in L2 with `policy` (mori_evict_first_policy): for sources this
+// launch reads once and that cannot stay in L2 for the next one anyway (docs/mori-a2a.md "Source cache").
+// createpolicy and L2 cache hints need sm_80; before that the policy is 0 and this is mori_load_nc.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ u64 mori_evict_first_policy() {
+  u64 policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint4 mori_load_evict_first(const uint4* p, u64 policy) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+#else
+__device__ __forceinline__ u64 mori_evict_first_policy() { return 0; }
+__device__ __forceinline__ uint4 mori_load_evict_first(const uint4* p, u64) { return __ldg(p); }
+#endif
 __device__ __forceinline__ void mori_trap() { __trap(); }
 // Back-off inside bounded spin loops, so that spinning blocks leave memory bandwidth to the others.
 __device__ __forceinline__ void mori_spin_pause() { __nanosleep(32); }
@@ -186,6 +206,9 @@ __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
   __builtin_nontemporal_store(v.w, &p->w);
 }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return *p; }
+// No cache hint here: the host never asks for one on AMD (docs/mori-a2a.md "Source cache").
+__device__ __forceinline__ u64 mori_evict_first_policy() { return 0; }
+__device__ __forceinline__ uint4 mori_load_evict_first(const uint4* p, u64) { return *p; }
 __device__ __forceinline__ void mori_trap() { __builtin_trap(); }
 __device__ __forceinline__ void mori_spin_pause() { __builtin_amdgcn_s_sleep(1); }
 __device__ __forceinline__ void mori_grid_wait_previous() {}  // no overlapping launches here

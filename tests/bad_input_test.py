@@ -52,6 +52,8 @@ CASES = [
     ("mori-a2a", 2, ["-b", "1M", "-e", "4M", "-f", "1"], {}, 2, "-f: the factor must be in (1, 1024]"),
     ("mori-a2a", 2, ["--signal-scope", "gpu"], {}, 2, "--signal-scope: unknown value 'gpu'"),
     ("mori-a2a", 2, ["--signal-scope", "device"], {}, 2, "--signal-scope device: needs every rank on one NVIDIA GPU"),
+    ("mori-a2a", 2, ["--source-cache", "hot"], {}, 2, "--source-cache: unknown value 'hot'"),
+    ("mori-a2a", 2, ["--source-cache", "evict-first"], {}, 2, "--source-cache evict-first: needs an NVIDIA GPU"),
     ("mori-a2a", 2, ["--no-such-option"], {}, 2, "--no-such-option"),
     ("mori-a2a", 2, [], {"MORI_LOG_LEVEL": "loud"}, 2, "MORI_LOG_LEVEL: unknown level 'loud'"),
     ("mori-a2a", 2, [], {"MORI_NODE_ID": LONG}, 2, "MORI_NODE_ID: at most 31 characters"),

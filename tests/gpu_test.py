@@ -229,10 +229,28 @@ def case_a2a(tmp, count, where):
     scopes = sorted({(r.get("protocol"), r.get("signal_scope")) for r in res})
     check(f"signal_scope is {'device (system for copy)' if shared else 'system'} in every row ({scopes})",
           len(res) > 0 and all(r.get("signal_scope") == want.get(r.get("protocol")) for r in res), out)
+    platform = (doc or {}).get("meta", {}).get("platform")
+    # Two ranks' 256 KiB and 4 MiB working sets fit in L2, so auto keeps normal source loads; copy moves none.
+    caches = sorted({(r.get("protocol"), r.get("source_cache")) for r in res})
+    check(f"source_cache is normal in every row, none for copy ({caches})",
+          len(res) > 0 and all(r.get("source_cache") == ("none" if r.get("protocol") == "copy" else "normal")
+                               for r in res), out)
     meta = doc.get("meta", {}) if doc else {}
     ok, why = where.placement_ok(doc, count)
     check(f"the report says backend gpu, world 2 and the placement asked for ({why})",
           meta.get("backend") == "gpu" and meta.get("world") == 2 and ok, out)
+    # Evict-first source loads (docs/mori-a2a.md "Source cache") move the same bytes: verified like the rest.
+    args = ["--chunk-kib", "256", "--sync", "device", "--graph", "4", "--protocol", "simple,direct,ll",
+            "--source-cache", "evict-first"]
+    rc, doc, out = a2a_job(tmp, "a2a-evict-first", where, args)
+    res = doc.get("results", []) if doc else []
+    if platform == "amd":
+        check(f"--source-cache evict-first is refused off NVIDIA (exit {rc})", rc == 2, out)
+        return
+    check(f"--source-cache evict-first: exit 0, wrong 0, every row evict_first "
+          f"({sorted({(r.get('protocol'), r.get('source_cache'), r.get('wrong')) for r in res})})",
+          rc == 0 and len(res) == 12 and all(r.get("wrong") == 0 and r.get("source_cache") == "evict_first"
+                                            for r in res), out)
 
 
 def fault_point_present(point):

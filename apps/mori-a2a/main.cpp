@@ -23,6 +23,7 @@ struct Options {
   std::string protocol = "auto";
   std::string launch = "programmatic";
   std::string signal_scope = "auto";
+  std::string source_cache = "auto";
   int cycles = 1;
   std::string stride_quantum = "0";
   A2aConfig cfg;
@@ -61,6 +62,7 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
     std::string notes;
     if (r.physical.l2_resident) notes += " L2-resident";
     if (r.signal_scope == "device") notes += " device-scope";
+    if (r.source_cache == "evict_first") notes += " evict-first";
     if (r.launch == "programmatic") notes += " programmatic";
     if (time_sliced) notes += " TIME-SLICED(no MPS)";
     char phys[32] = "-";
@@ -97,6 +99,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["protocol"] = o.protocol;
   cfg["launch"] = o.launch;
   cfg["signal_scope"] = o.signal_scope;
+  cfg["source_cache"] = o.source_cache;
   cfg["graph"] = o.cfg.graph;
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
   cfg["unroll"] = o.cfg.unroll;
@@ -193,6 +196,10 @@ int main(int argc, char** argv) {
                    "Scope of the device-sync signals: device (every rank on one NVIDIA GPU) | system | auto "
                    "(device where it applies)")
         ->capture_default_str();
+    app.add_option("--source-cache", o.source_cache,
+                   "L2 policy of the kernels' source loads: normal | evict-first (NVIDIA sm_80+) | auto "
+                   "(evict-first where ranks share one GPU and their working set exceeds its L2)")
+        ->capture_default_str();
     app.add_option("--graph", o.cfg.graph,
                    "Also capture K iterations (push + device barrier) in a graph; 0 = off")
         ->capture_default_str();
@@ -237,6 +244,7 @@ int main(int argc, char** argv) {
       throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
     o.cfg.overlap_launch = o.launch == "programmatic";
     o.cfg.signal_scope = parse_signal_scope(o.signal_scope);
+    o.cfg.source_cache = parse_source_cache(o.source_cache);
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
     int world = 1;

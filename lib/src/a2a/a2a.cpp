@@ -83,6 +83,7 @@ struct A2aBench::Impl {
     refuse_time_slicing();
     refuse_ll_that_cannot_fit();
     device_scope = choose_signal_scope();
+    refuse_source_cache_that_cannot_apply();
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -189,6 +190,7 @@ struct A2aBench::Impl {
     s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
     // The copy protocol's barrier keeps system scope, conservatively (docs/mori-a2a.md "Signal scope").
     s.device_scope = device_scope && sync && proto != Protocol::copy;
+    s.source_evict_first = source_evict_first(chunk, as_configured);
     const bool may_overlap = cfg.overlap_launch && overlapping_launch_exists() &&
                              !(sync && proto == Protocol::copy);  // the barrier's predecessor is a copy
     if (may_overlap && !placement.one_rank_per_device && !(cfg.blocks_per_peer && as_configured) &&
@@ -235,6 +237,25 @@ struct A2aBench::Impl {
     const long ranks = std::max(placement.max_ranks_per_device, 1);
     const long waiting = s.sync && s.protocol == Protocol::ll ? 2 * ranks * grid : ranks * (grid + 1);
     return waiting <= eng->resident_blocks(s);
+  }
+
+  // The source loads' L2 policy (docs/mori-a2a.md "Source cache"); as_configured = false: auto's choice.
+  bool source_evict_first(std::size_t chunk, bool as_configured) const {
+    if (as_configured && cfg.source_cache != SourceCache::auto_select)
+      return cfg.source_cache == SourceCache::evict_first;
+    return rt.platform() == Platform::cuda &&
+           auto_source_evict_first(placement.all_one_device && world > 1, world, chunk, info.l2_bytes);
+  }
+
+  // Cache hints exist on NVIDIA GPUs from sm_80 (the kernels' prelude); elsewhere evict-first would be
+  // recorded for loads that were not so marked.
+  void refuse_source_cache_that_cannot_apply() const {
+    if (cfg.source_cache != SourceCache::evict_first) return;
+    const bool cuda = rt.platform() == Platform::cuda;
+    if (cuda && info.arch.rfind("sm_", 0) == 0 && std::atoi(info.arch.c_str() + 3) >= 80) return;
+    throw UsageError(std::string("--source-cache evict-first: needs an NVIDIA GPU of sm_80 or newer (") +
+                     (cuda ? "this one is " + info.arch : std::string("this runtime is not CUDA's")) +
+                     "); use normal or auto");
   }
 
   // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
@@ -399,6 +420,9 @@ struct A2aBench::Impl {
     r.iters = r.time_us.samples * std::max(graph_k, 1);
     r.launch = eng->push_launch();
     r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
+    r.source_cache = device_sync && proto == Protocol::copy ? "none"
+                     : s.source_evict_first                 ? "evict_first"
+                                                            : "normal";
     const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;
@@ -429,7 +453,8 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
     std::vector<PushSpec> sm_copies{m.spec(Addressing::ptr, false, chunk, Protocol::simple, false)};
     const PushSpec configured = m.spec(Addressing::ptr, false, chunk);
     if (configured.blocks_per_peer != sm_copies[0].blocks_per_peer ||
-        configured.unroll != sm_copies[0].unroll)
+        configured.unroll != sm_copies[0].unroll ||
+        configured.source_evict_first != sm_copies[0].source_evict_first)
       sm_copies.push_back(configured);
     const Ceiling ceiling = detail::measure_ceiling(t, m.layout(chunk), sm_copies, m.world);
     const auto protocols = m.protocols(chunk);

@@ -60,6 +60,20 @@ SignalScope parse_signal_scope(const std::string& text) {
   throw UsageError("--signal-scope: unknown value '" + text + "' (accepted: auto, system, device)");
 }
 
+SourceCache parse_source_cache(const std::string& text) {
+  if (text == "auto") return SourceCache::auto_select;
+  if (text == "normal") return SourceCache::normal;
+  if (text == "evict-first") return SourceCache::evict_first;
+  throw UsageError("--source-cache: unknown value '" + text + "' (accepted: auto, normal, evict-first)");
+}
+
+bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
+                             std::uint64_t l2_bytes) {
+  if (!ranks_share_one_gpu || l2_bytes == 0) return false;
+  const long double w = world;
+  return 2.0L * w * w * static_cast<long double>(a2a_pitch(chunk_bytes)) > static_cast<long double>(l2_bytes);
+}
+
 std::vector<Protocol> parse_protocols(const std::string& text) {
   if (text == "auto") return {};
   if (text == "both") return {Protocol::simple, Protocol::direct};
@@ -185,6 +199,7 @@ Json to_json(const A2aResult& r) {
   j["unroll"] = r.unroll;
   j["launch"] = r.launch;
   j["signal_scope"] = r.signal_scope;
+  j["source_cache"] = r.source_cache;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},
@@ -209,7 +224,8 @@ Json to_json(const A2aResult& r) {
                   {"round", c.round},
                   {"gbps", c.gbps},
                   {"blocks_per_peer", c.blocks_per_peer ? Json(c.blocks_per_peer) : Json(nullptr)},
-                  {"unroll", c.unroll ? Json(c.unroll) : Json(nullptr)}});
+                  {"unroll", c.unroll ? Json(c.unroll) : Json(nullptr)},
+                  {"source_cache", c.source_cache.empty() ? Json(nullptr) : Json(c.source_cache)}});
   j["ceilings"] = cs;
   j["ceiling_ratio"] = r.ceiling.gbps > 0 ? r.total_bw_gbps / r.ceiling.gbps : 0.0;
   j["physical_bw_gbps"] = r.physical.gbps ? Json(*r.physical.gbps) : Json(nullptr);

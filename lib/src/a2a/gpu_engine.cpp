@@ -117,7 +117,8 @@ class GpuEngine final : public A2aEngine {
     std::uint32_t mut = sp.mutate;
     void* st = static_cast<std::uint32_t*>(status_.p) + 2;
     int scope = sp.device_scope ? 1 : 0;
-    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st, &scope};
+    int evict_first = sp.source_evict_first ? 1 : 0;
+    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st, &scope, &evict_first};
     const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
     if (sp.overlap) {
       overlapped_ = c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args);

@@ -64,12 +64,14 @@ Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec
     std::string kind;
     std::function<void()> one;
     int blocks_per_peer = 0, unroll = 0;
+    std::string source_cache;
   };
   std::vector<Candidate> cands;
   if (t.eng.copy_kind() != "host_memcpy")
     for (const PushSpec& s : sm_copies)
-      cands.push_back({"sm_copy", [&t, &L, &s] { t.eng.push(L, s); }, s.blocks_per_peer, s.unroll});
-  cands.push_back({t.eng.copy_kind(), [&] { t.eng.copy_peers(L); }});
+      cands.push_back({"sm_copy", [&t, &L, &s] { t.eng.push(L, s); }, s.blocks_per_peer, s.unroll,
+                       s.source_evict_first ? "evict_first" : "normal"});
+  cands.push_back({t.eng.copy_kind(), [&] { t.eng.copy_peers(L); }, 0, 0, ""});
   Ceiling c;
   const int saved_k = t.graph_k;
   t.graph_k = kCeilingGraphK;
@@ -79,8 +81,8 @@ Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec
         if (graph && t.eng.copy_kind() == "host_memcpy") continue;  // the host runtime has no graphs
         const double p50 =
             t.p50(graph ? Launch::graph : Launch::stream, cand.one, "a2a.ceiling." + cand.kind);
-        c.samples.push_back(
-            {cand.kind, graph, round, p50 > 0 ? bytes / p50 / 1e3 : 0, cand.blocks_per_peer, cand.unroll});
+        c.samples.push_back({cand.kind, graph, round, p50 > 0 ? bytes / p50 / 1e3 : 0, cand.blocks_per_peer,
+                             cand.unroll, cand.source_cache});
       }
   t.graph_k = saved_k;
   const CeilingSample* best = nullptr;
@@ -94,7 +96,8 @@ Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec
   double lo = 0, hi = 0;
   for (const auto& s : c.samples)
     if (best && s.kind == best->kind && s.graph == best->graph &&
-        s.blocks_per_peer == best->blocks_per_peer && s.unroll == best->unroll) {
+        s.blocks_per_peer == best->blocks_per_peer && s.unroll == best->unroll &&
+        s.source_cache == best->source_cache) {
       lo = lo == 0 ? s.gbps : std::min(lo, s.gbps);
       hi = std::max(hi, s.gbps);
     }

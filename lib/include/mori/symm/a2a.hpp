@@ -34,6 +34,10 @@ enum class Protocol { simple, direct, ll, copy };
 // Memory scope of the device-sync signals (--signal-scope; docs/mori-a2a.md "Signal scope"): system, or
 // device where every rank runs on one NVIDIA GPU (ranks sharing it under MPS); auto takes device there.
 enum class SignalScope { auto_select, system, device };
+// L2 policy of the kernels' source loads (--source-cache; docs/mori-a2a.md "Source cache"): normal, or
+// evict-first (NVIDIA sm_80+); auto takes evict-first where ranks share one GPU and the working set does not
+// fit in its L2 (auto_source_evict_first).
+enum class SourceCache { auto_select, normal, evict_first };
 const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
 const char* to_string(Protocol p) noexcept;
@@ -50,6 +54,7 @@ struct A2aConfig {
                                // CUDA sm_90+, one rank per GPU or two launches of every rank of the
                                // GPU resident at once
   SignalScope signal_scope = SignalScope::auto_select;
+  SourceCache source_cache = SourceCache::auto_select;
   int warmup = 5;
   int iters = 20;
   int verify_epochs =
@@ -67,6 +72,7 @@ struct CeilingSample {
   int round = 0;
   double gbps = 0;  // all chunks of all ranks / p50 of the per-iteration maximum over ranks
   int blocks_per_peer = 0, unroll = 0;  // the SM copy's kernel shape (0 for the other kinds)
+  std::string source_cache;             // the SM copy's source loads: "normal" | "evict_first" ("" otherwise)
 };
 
 struct Ceiling {
@@ -95,6 +101,7 @@ struct A2aResult {
   int unroll = 0;
   std::string launch = "plain";       // how the timed pushes were launched: "programmatic" | "plain"
   std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
+  std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
   double push_only_us = 0;  // p50 of the same push with no synchronisation, same launch mode
@@ -137,6 +144,13 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
 std::vector<Protocol> parse_protocols(const std::string& text);
 // Parses --signal-scope: auto, system or device.
 SignalScope parse_signal_scope(const std::string& text);
+// Parses --source-cache: auto, normal or evict-first.
+SourceCache parse_source_cache(const std::string& text);
+// --source-cache auto: evict-first where ranks share one GPU (ranks_share_one_gpu: all on it, more than one)
+// and their working set, every rank's source and receive slots (2 x world x world x pitch), exceeds its L2
+// (l2_bytes; 0 = unknown: normal). Measured at 8 ranks on one H200 (results/h200/source-cache/).
+bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
+                             std::uint64_t l2_bytes);
 
 class A2aBench {
  public:

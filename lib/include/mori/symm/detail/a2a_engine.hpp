@@ -43,6 +43,7 @@ struct PushSpec {
   std::uint32_t mutate = 0;
   bool device_scope =
       false;  // signals at GPU scope (every rank on this GPU; docs/mori-a2a.md "Signal scope")
+  bool source_evict_first = false;  // source loads evict-first in L2 (docs/mori-a2a.md "Source cache")
 };
 
 // A captured sequence of engine steps, replayed as one launch. Destroys itself; never throws from the
