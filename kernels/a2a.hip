@@ -5,8 +5,8 @@
 //   kLsa = 1: it is computed, lsa_base + p * stride
 // kSync = 1 fuses a device-side barrier over the signal pad into the same kernel.
 // device_scope = 1 gives the signals GPU scope instead of system scope: the host asks for it only where every
-// rank runs on this GPU (docs/mori-a2a.md "Signal scope"). source_evict_first = 1 marks the source loads
-// evict-first in L2 (docs/mori-a2a.md "Source cache").
+// rank runs on this GPU (docs/mori-a2a.md "Signal scope"). kEvictFirst = 1 (a2a_ll: source_evict_first = 1)
+// marks the source loads evict-first in L2 (docs/mori-a2a.md "Source cache").
 //
 // Reusable contract: launch n (n = the epoch in the signal pad when it starts) writes receive buffer n & 1.
 // A rank starts launch n + 1 only after every peer signalled the end of its launch n, which that peer started
@@ -131,10 +131,20 @@ __device__ __forceinline__ uint4 mori_load_source(const uint4* p, u64 policy) {
   return kEvictFirst ? mori_load_evict_first(p, policy) : mori_load_nc(p);
 }
 
-// Vectors i, i + step, ... below n from s to d, kUnroll loads in flight per thread before its stores.
+// Copies one chunk (this block's share: part of blocks_per_peer) from s to dbytes, kUnroll 16-byte loads in
+// flight per thread before its stores, evict-first loads with kEvictFirst; the chunk's last (chunk % 16)
+// bytes one byte per thread of part 0. Honours the stale (no stores) and overrun (16 bytes past the chunk)
+// mutations. (The choice is a template parameter: a runtime branch here cost 2% at 256 KiB,
+// results/h200/source-cache/.)
 template <int kUnroll, bool kEvictFirst>
-__device__ __forceinline__ void mori_copy_vectors(const uint4* s, uint4* d, u64 n, u64 i, u64 step) {
+__device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u64 chunk, int part,
+                                                int blocks_per_peer, u32 mutate) {
+  if (mutate & MORI_MUTATE_STALE) return;
+  uint4* d = reinterpret_cast<uint4*>(dbytes);
+  const u64 n = chunk / 16;
+  const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
   const u64 policy = kEvictFirst ? mori_evict_first_policy() : 0;
+  u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
   for (; i + (kUnroll - 1) * step < n; i += kUnroll * step) {
     uint4 v[kUnroll];
 #pragma unroll
@@ -143,24 +153,6 @@ __device__ __forceinline__ void mori_copy_vectors(const uint4* s, uint4* d, u64 
     for (int u = 0; u < kUnroll; ++u) mori_store_nt(d + i + u * step, v[u]);
   }
   for (; i < n; i += step) mori_store_nt(d + i, mori_load_source<kEvictFirst>(s + i, policy));
-}
-
-// Copies one chunk (this block's share: part of blocks_per_peer) from s to dbytes, kUnroll 16-byte loads in
-// flight per thread before its stores, the loads evict-first where evict_first says so (uniform); the chunk's
-// last (chunk % 16) bytes one byte per thread of part 0. Honours the stale (no stores) and overrun (16 bytes
-// past the chunk) mutations.
-template <int kUnroll>
-__device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u64 chunk, int part,
-                                                int blocks_per_peer, u32 mutate, bool evict_first) {
-  if (mutate & MORI_MUTATE_STALE) return;
-  uint4* d = reinterpret_cast<uint4*>(dbytes);
-  const u64 n = chunk / 16;
-  const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
-  const u64 i = static_cast<u64>(part) * blockDim.x + threadIdx.x;
-  if (evict_first)
-    mori_copy_vectors<kUnroll, true>(s, d, n, i, step);
-  else
-    mori_copy_vectors<kUnroll, false>(s, d, n, i, step);
   const u64 tail = chunk % 16;
   if (part == 0 && threadIdx.x < tail) {
     const u64 b = n * 16 + threadIdx.x;
@@ -189,11 +181,11 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
   return true;
 }
 
-template <int kLsa, int kSync, int kUnroll, int kDirect>
+template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
 __global__ void __launch_bounds__(512)
     a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
              int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
-             int device_scope, int source_evict_first) {
+             int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -206,9 +198,9 @@ __global__ void __launch_bounds__(512)
   const u32 parity = epoch & 1u;
   const bool abandoned = mori_abandoned(status);
   if (!abandoned)
-    mori_copy_chunk<kUnroll>(src + static_cast<u64>(p) * (L.pitch / 16),
-                             peer + parity * L.region + static_cast<u64>(me) * L.pitch, L.chunk, part,
-                             blocks_per_peer, mutate, source_evict_first != 0);
+    mori_copy_chunk<kUnroll, kEvictFirst != 0>(src + static_cast<u64>(p) * (L.pitch / 16),
+                                               peer + parity * L.region + static_cast<u64>(me) * L.pitch,
+                                               L.chunk, part, blocks_per_peer, mutate);
   __syncthreads();
   if (threadIdx.x == 0) {
     if (kSync && kDirect && !abandoned) {
@@ -310,8 +302,12 @@ __global__ void __launch_bounds__(512)
   if (mori_abandoned(status)) {
     // nothing sent, nothing received: the epoch still advances below
   } else if (slot == 0) {
-    mori_copy_chunk<4>(src + static_cast<u64>(me) * (L.pitch / 16), recv + static_cast<u64>(me) * L.pitch,
-                       L.chunk, part, blocks_per_peer, mutate, source_evict_first != 0);
+    const uint4* s = src + static_cast<u64>(me) * (L.pitch / 16);
+    char* d = recv + static_cast<u64>(me) * L.pitch;
+    if (source_evict_first)
+      mori_copy_chunk<4, true>(s, d, L.chunk, part, blocks_per_peer, mutate);
+    else
+      mori_copy_chunk<4, false>(s, d, L.chunk, part, blocks_per_peer, mutate);
   } else {
     const u64 words = (L.chunk + 3) / 4;
     const u64 groups = words ? (words + 3) / 4 : 1;  // a zero-byte chunk still sends one group: the flags

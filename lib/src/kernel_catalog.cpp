@@ -19,8 +19,9 @@ std::vector<KernelSpec> kernel_catalog(const std::string& arch) {
     for (const char* sync : {"0", "1"})
       for (const char* unroll : {"4", "8"})
         for (const char* direct : {"0", "1"})
-          a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
-                                       direct + ">");
+          for (const char* evict_first : {"0", "1"})
+            a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
+                                         direct + ", " + evict_first + ">");
   KernelSpec matrix{"matrix.hip", {"matrix_pingpong<0>", "matrix_pingpong<1>"}};
   for (const char* lsa : {"0", "1"}) {
     for (const char* unroll : {"4", "8", "16"})

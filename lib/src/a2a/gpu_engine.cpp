@@ -90,7 +90,8 @@ class GpuEngine final : public A2aEngine {
     return sp.sync && sp.protocol == Protocol::ll
                ? std::string("a2a_ll<") + lsa_arg + ">"
                : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
-                     std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ">";
+                     std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ", " +
+                     (sp.source_evict_first ? "1" : "0") + ">";
   }
 
   long resident_blocks(const PushSpec& sp) override {
@@ -117,6 +118,7 @@ class GpuEngine final : public A2aEngine {
     std::uint32_t mut = sp.mutate;
     void* st = static_cast<std::uint32_t*>(status_.p) + 2;
     int scope = sp.device_scope ? 1 : 0;
+    // a2a_ll reads this as its last parameter; a2a_push has it as a template argument and reads the first 12.
     int evict_first = sp.source_evict_first ? 1 : 0;
     void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st, &scope, &evict_first};
     const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
