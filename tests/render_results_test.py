@@ -90,4 +90,25 @@ with tempfile.TemporaryDirectory() as tmp:
           and f"total {row['total_bw_gbps']:.0f} GB/s" in head, head)
     check("... and in its table row", page.count("**BROKEN CEILING**") >= 1, page)
 
+    # Tuning runs stay out of the tables: copies of the 8-rank fixture, 10x slower, that pin --source-cache,
+    # --unroll or --signal-scope or ran other kernel sources; the table must still be the real run's alone.
+    side = os.path.join(tmp, "side")
+    os.makedirs(os.path.join(side, "h200"))
+    src = os.path.join(FIX, "h200-a2a-1gpu-w8-r1.json")
+    shutil.copy(src, os.path.join(side, "h200", "real.json"))
+    pins = {"cache": ("config", "source_cache", "normal"), "unroll": ("config", "unroll", 8),
+            "scope": ("config", "signal_scope", "system"), "kernels": ("env", "MORI_KERNEL_DIR", "/tmp/k")}
+    for name, (where, key, value) in pins.items():
+        d = json.load(open(src))
+        (d.setdefault("config", {}) if where == "config" else d["meta"].setdefault("env", {}))[key] = value
+        for r in d["results"]:
+            r["time_us"]["p50"] *= 10
+        with open(os.path.join(side, "h200", f"{name}.json"), "w") as f:
+            json.dump(d, f)
+    rc, out, page = render(side)
+    runs = [line.rstrip(" |").rsplit("|", 1)[-1].strip() for line in page.splitlines()
+            if re.match(r"\| \d+ (KiB|MiB) \| (ptr|lsa) \|", line)]
+    check(f"runs pinning --source-cache, --unroll, --signal-scope or with MORI_KERNEL_DIR stay out of the tables "
+          f"(runs column: {sorted(set(runs))})", rc == 0 and runs and set(runs) == {"1"}, page[:3000])
+
 finish()
