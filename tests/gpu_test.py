@@ -230,11 +230,19 @@ def case_a2a(tmp, count, where):
     check(f"signal_scope is {'device (system for copy)' if shared else 'system'} in every row ({scopes})",
           len(res) > 0 and all(r.get("signal_scope") == want.get(r.get("protocol")) for r in res), out)
     platform = (doc or {}).get("meta", {}).get("platform")
-    # Two ranks' 256 KiB and 4 MiB working sets fit in L2, so auto keeps normal source loads; copy moves none.
-    caches = sorted({(r.get("protocol"), r.get("source_cache")) for r in res})
-    check(f"source_cache is normal in every row, none for copy ({caches})",
-          len(res) > 0 and all(r.get("source_cache") == ("none" if r.get("protocol") == "copy" else "normal")
-                               for r in res), out)
+    archs = [r.get("arch", "") for r in (doc or {}).get("meta", {}).get("ranks", [])]
+    hints = platform == "cuda" and archs and all(re.fullmatch(r"sm_(\d+)[a-z]?", a) and
+                                                 int(re.fullmatch(r"sm_(\d+)[a-z]?", a).group(1)) >= 80
+                                                 for a in archs)
+    # Auto marks the source loads evict-first exactly where ranks share a GPU whose L2 cannot hold the working
+    # set (the row's l2_resident says whether it does) and the kernels have cache hints; copy moves none.
+    def want_cache(r):
+        if r.get("protocol") == "copy":
+            return "none"
+        return "evict_first" if shared and hints and r.get("l2_resident") is False else "normal"
+    caches = sorted({(r.get("protocol"), r.get("chunk_bytes"), r.get("source_cache")) for r in res})
+    check(f"source_cache follows the rule in every row ({caches})",
+          len(res) > 0 and all(r.get("source_cache") == want_cache(r) for r in res), out)
     meta = doc.get("meta", {}) if doc else {}
     ok, why = where.placement_ok(doc, count)
     check(f"the report says backend gpu, world 2 and the placement asked for ({why})",
@@ -244,8 +252,9 @@ def case_a2a(tmp, count, where):
             "--source-cache", "evict-first"]
     rc, doc, out = a2a_job(tmp, "a2a-evict-first", where, args)
     res = doc.get("results", []) if doc else []
-    if platform == "amd":
-        check(f"--source-cache evict-first is refused off NVIDIA (exit {rc})", rc == 2, out)
+    if not hints:
+        check(f"--source-cache evict-first is refused without cache hints (AMD, NVIDIA before sm_80; exit {rc})",
+              rc == 2, out)
         return
     check(f"--source-cache evict-first: exit 0, wrong 0, every row evict_first "
           f"({sorted({(r.get('protocol'), r.get('source_cache'), r.get('wrong')) for r in res})})",

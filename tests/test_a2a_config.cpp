@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/detail/a2a_engine.hpp"
 #include "mori/symm/detail/placement.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/jit.hpp"
 #include "mori/symm/json.hpp"
 
 using namespace mori::symm;
@@ -82,8 +84,8 @@ TEST(A2aConfig, SourceCacheParses) {
 }
 
 // Evict-first only where ranks share a GPU and their sources and receive slots do not fit in its L2: at 8
-// ranks on one H200 (50 MiB of L2) 256 KiB stays normal (32 MiB, L2-resident; evict-first measured 8% slower
-// there) and 1 MiB and up evict first.
+// ranks on one H200 (50 MiB of L2) 256 KiB stays normal (32 MiB, L2-resident; evict-first measured 8-12%
+// slower there) and 1 MiB and up evict first.
 TEST(A2aConfig, AutoSourceCacheEvictsFirstOnlyBeyondL2OnASharedGpu) {
   const std::uint64_t l2 = std::uint64_t{50} << 20;
   EXPECT_FALSE(auto_source_evict_first(true, 8, std::size_t{256} << 10, l2));
@@ -96,6 +98,41 @@ TEST(A2aConfig, AutoSourceCacheEvictsFirstOnlyBeyondL2OnASharedGpu) {
   EXPECT_EQ(a2a_pitch(fits), l2 / 128);
   EXPECT_FALSE(auto_source_evict_first(true, 8, fits, l2));
   EXPECT_TRUE(auto_source_evict_first(true, 8, fits + 1, l2));
+}
+
+// Evict-first loads exist in kernels built for NVIDIA sm_80 and newer only; elsewhere they would be recorded
+// for plain loads.
+TEST(A2aConfig, CacheHintsFromSm80) {
+  for (const char* a : {"sm_80", "sm_86", "sm_90", "sm_90a", "sm_100"})
+    EXPECT_TRUE(arch_has_l2_cache_hints(a)) << a;
+  for (const char* a : {"sm_75", "sm_70", "gfx942", "host", "", "sm_", "sm_x90"})
+    EXPECT_FALSE(arch_has_l2_cache_hints(a)) << a;
+}
+
+// Every kernel the GPU engine can launch for a push (detail::a2a_kernel_name) is instantiated by the catalog,
+// for an arch with and without cache hints.
+TEST(A2aConfig, CatalogInstantiatesEveryPush) {
+  for (const char* arch : {"sm_90", "sm_75", "gfx942"}) {
+    const auto catalog = kernel_catalog(arch);
+    ASSERT_EQ(catalog.at(0).file, "a2a.hip");
+    const auto& names = catalog.at(0).instantiations;
+    int seen = 0;
+    detail::PushSpec s;
+    for (Addressing a : {Addressing::ptr, Addressing::lsa})
+      for (bool sync : {false, true})
+        for (Protocol p : {Protocol::simple, Protocol::direct, Protocol::ll, Protocol::copy})
+          for (int unroll : {4, 8})
+            for (bool ef : {false, true}) {
+              s.addressing = a, s.sync = sync, s.protocol = p, s.unroll = unroll, s.source_evict_first = ef;
+              const std::string name = detail::a2a_kernel_name(s);
+              EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << arch << " " << name;
+              ++seen;
+            }
+    EXPECT_EQ(seen, 2 * 2 * 4 * 2 * 2);
+  }
+  detail::PushSpec s;
+  s.addressing = Addressing::lsa, s.sync = true, s.protocol = Protocol::direct, s.source_evict_first = true;
+  EXPECT_EQ(detail::a2a_kernel_name(s), "a2a_push<1, 1, 4, 1, 1>");
 }
 
 namespace {

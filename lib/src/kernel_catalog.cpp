@@ -6,11 +6,22 @@
 
 namespace mori::symm {
 
-bool arch_has_bulk_copy(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return false;
+namespace {
+// The number of an NVIDIA arch name ("sm_90a" -> 90); -1 for anything else.
+int sm_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return -1;
   const std::size_t digits = arch.find_first_not_of("0123456789", 3);
   const std::string number = arch.substr(3, digits == std::string::npos ? std::string::npos : digits - 3);
-  return !number.empty() && number.size() <= 4 && std::stoi(number) >= 90;
+  return !number.empty() && number.size() <= 4 ? std::stoi(number) : -1;
+}
+}  // namespace
+
+bool arch_has_bulk_copy(const std::string& arch) {
+  return sm_number(arch) >= 90;
+}
+
+bool arch_has_l2_cache_hints(const std::string& arch) {
+  return sm_number(arch) >= 80;
 }
 
 std::vector<KernelSpec> kernel_catalog(const std::string& arch) {

@@ -68,6 +68,7 @@ struct A2aBench::Impl {
   std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
   bool device_scope = false;  // signals at GPU scope (choose_signal_scope)
+  bool cache_hints = false;   // every rank's kernels can mark loads evict-first (find_cache_hints)
   detail::Placement placement;
   std::unique_ptr<Window> win;
   std::unique_ptr<detail::A2aEngine> eng;
@@ -83,7 +84,7 @@ struct A2aBench::Impl {
     refuse_time_slicing();
     refuse_ll_that_cannot_fit();
     device_scope = choose_signal_scope();
-    refuse_source_cache_that_cannot_apply();
+    find_cache_hints();
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -243,19 +244,27 @@ struct A2aBench::Impl {
   bool source_evict_first(std::size_t chunk, bool as_configured) const {
     if (as_configured && cfg.source_cache != SourceCache::auto_select)
       return cfg.source_cache == SourceCache::evict_first;
-    return rt.platform() == Platform::cuda &&
+    return cache_hints &&
            auto_source_evict_first(placement.all_one_device && world > 1, world, chunk, info.l2_bytes);
   }
 
-  // Cache hints exist on NVIDIA GPUs from sm_80 (the kernels' prelude); elsewhere evict-first would be
-  // recorded for loads that were not so marked.
-  void refuse_source_cache_that_cannot_apply() const {
-    if (cfg.source_cache != SourceCache::evict_first) return;
-    const bool cuda = rt.platform() == Platform::cuda;
-    if (cuda && info.arch.rfind("sm_", 0) == 0 && std::atoi(info.arch.c_str() + 3) >= 80) return;
-    throw UsageError(std::string("--source-cache evict-first: needs an NVIDIA GPU of sm_80 or newer (") +
-                     (cuda ? "this one is " + info.arch : std::string("this runtime is not CUDA's")) +
-                     "); use normal or auto");
+  // Cache hints exist in kernels built for NVIDIA sm_80 and newer (the JIT's arch: MORI_GPU_ARCHS may name
+  // another than the device's); elsewhere the prelude's evict-first load is a plain one, and a row would
+  // record evict-first for loads that were not so marked. Decided over all ranks (collective), so that a
+  // refusal is every rank's and auto chooses alike everywhere.
+  void find_cache_hints() {
+    const std::string arch = rt.platform() == Platform::cuda ? target_arch(rt, device) : std::string();
+    const std::int32_t mine = arch_has_l2_cache_hints(arch) ? 1 : 0;
+    std::vector<int> without;
+    const auto all = boot.allgather_value("a2a.cache_hints", mine);
+    for (std::size_t q = 0; q < all.size(); ++q)
+      if (!all[q]) without.push_back(static_cast<int>(q));
+    cache_hints = without.empty();
+    if (cfg.source_cache != SourceCache::evict_first || cache_hints) return;
+    throw UsageError(
+        "--source-cache evict-first: needs an NVIDIA GPU of sm_80 or newer on every rank (ranks without: " +
+        detail::join_ranks(without) + "; here: " +
+        (arch.empty() ? std::string("not CUDA's runtime") : "kernels for " + arch) + "); use normal or auto");
   }
 
   // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
@@ -420,9 +429,7 @@ struct A2aBench::Impl {
     r.iters = r.time_us.samples * std::max(graph_k, 1);
     r.launch = eng->push_launch();
     r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
-    r.source_cache = device_sync && proto == Protocol::copy ? "none"
-                     : s.source_evict_first                 ? "evict_first"
-                                                            : "normal";
+    r.source_cache = proto == Protocol::copy ? "none" : s.source_evict_first ? "evict_first" : "normal";
     const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;

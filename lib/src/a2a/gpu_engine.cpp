@@ -85,14 +85,7 @@ class GpuEngine final : public A2aEngine {
 
   // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
   // as enqueued, so the host knows the parity of the next launch.
-  static std::string kernel_name(const PushSpec& sp) {
-    const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
-    return sp.sync && sp.protocol == Protocol::ll
-               ? std::string("a2a_ll<") + lsa_arg + ">"
-               : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
-                     std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ", " +
-                     (sp.source_evict_first ? "1" : "0") + ">";
-  }
+  static std::string kernel_name(const PushSpec& sp) { return a2a_kernel_name(sp); }
 
   long resident_blocks(const PushSpec& sp) override {
     const std::string name = kernel_name(sp);
@@ -292,6 +285,15 @@ class GpuEngine final : public A2aEngine {
 };
 
 }  // namespace
+
+std::string a2a_kernel_name(const PushSpec& sp) {
+  const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
+  return sp.sync && sp.protocol == Protocol::ll
+             ? std::string("a2a_ll<") + lsa_arg + ">"
+             : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
+                   std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ", " +
+                   (sp.source_evict_first ? "1" : "0") + ">";
+}
 
 std::unique_ptr<A2aEngine> make_gpu_a2a_engine(const EngineContext& ctx) {
   return std::make_unique<GpuEngine>(ctx);

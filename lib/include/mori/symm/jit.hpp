@@ -89,6 +89,10 @@ std::vector<KernelSpec> kernel_catalog(const std::string& arch);
 // NVIDIA sm_90 and newer ("sm_90", "sm_90a", "sm_100"): the kernels may use the bulk copies of the Tensor
 // Memory Accelerator (kernels/prelude.hip sets MORI_BULK_COPY for them). False for AMD and "host".
 bool arch_has_bulk_copy(const std::string& arch);
+// NVIDIA sm_80 and newer: L2 cache hints (createpolicy, .L2::cache_hint) exist, so the a2a kernels'
+// evict-first source loads are what they say (kernels/prelude.hip; docs/mori-a2a.md "Source cache"). False
+// for AMD and "host".
+bool arch_has_l2_cache_hints(const std::string& arch);
 
 // Folder of the kernel sources: $MORI_KERNEL_DIR, <exe>/../share/mori/kernels, the source tree.
 std::string kernel_dir();

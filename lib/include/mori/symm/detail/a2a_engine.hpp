@@ -94,6 +94,9 @@ struct EngineContext {
   std::size_t src_bytes = 0;  // the source: world slots of the largest pitch
 };
 
+// The instantiation of kernels/a2a.hip that runs this push (one of kernel_catalog's).
+std::string a2a_kernel_name(const PushSpec& s);
+
 // The engine of the runtime's platform.
 std::unique_ptr<A2aEngine> make_a2a_engine(const EngineContext& ctx);
 std::unique_ptr<A2aEngine> make_gpu_a2a_engine(const EngineContext& ctx);
