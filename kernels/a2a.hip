@@ -316,12 +316,11 @@ __global__ void __launch_bounds__(512)
     const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
     u64* out = reinterpret_cast<u64*>(mori_peer_base(kLsa, peers, lsa_base, stride, p) + staging +
                                       static_cast<u64>(me) * L.ll_pitch);
-    const u64 policy = mori_evict_first_policy();
+    const u64 policy = source_evict_first ? mori_evict_first_policy() : 0;
     for (u64 g = first; g < groups; g += step) {
       uint4 v;
       v.x = v.y = v.z = v.w = 0;
-      if (words)
-        v = source_evict_first ? mori_load_source<true>(s + g, policy) : mori_load_source<false>(s + g, 0);
+      if (words) v = source_evict_first ? mori_load_evict_first(s + g, policy) : mori_load_nc(s + g);
       mori_store2_relaxed(out + 4 * g, mori_ll_word(v.x, flag), mori_ll_word(v.y, flag), dev);
       mori_store2_relaxed(out + 4 * g + 2, mori_ll_word(v.z, flag), mori_ll_word(v.w, flag), dev);
     }

@@ -230,10 +230,8 @@ def case_a2a(tmp, count, where):
     check(f"signal_scope is {'device (system for copy)' if shared else 'system'} in every row ({scopes})",
           len(res) > 0 and all(r.get("signal_scope") == want.get(r.get("protocol")) for r in res), out)
     platform = (doc or {}).get("meta", {}).get("platform")
-    archs = [r.get("arch", "") for r in (doc or {}).get("meta", {}).get("ranks", [])]
-    hints = platform == "cuda" and archs and all(re.fullmatch(r"sm_(\d+)[a-z]?", a) and
-                                                 int(re.fullmatch(r"sm_(\d+)[a-z]?", a).group(1)) >= 80
-                                                 for a in archs)
+    archs = [re.fullmatch(r"sm_(\d+)[a-z]?", r.get("arch", "")) for r in (doc or {}).get("meta", {}).get("ranks", [])]
+    hints = platform == "cuda" and archs and all(m and int(m.group(1)) >= 80 for m in archs)
     # Auto marks the source loads evict-first exactly where ranks share a GPU whose L2 cannot hold the working
     # set (the row's l2_resident says whether it does) and the kernels have cache hints; copy moves none.
     def want_cache(r):

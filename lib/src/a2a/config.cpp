@@ -67,11 +67,15 @@ SourceCache parse_source_cache(const std::string& text) {
   throw UsageError("--source-cache: unknown value '" + text + "' (accepted: auto, normal, evict-first)");
 }
 
+bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes) {
+  return l2_bytes > 0 && 2.0L * ranks_on_device * world * static_cast<long double>(pitch) <=
+                             static_cast<long double>(l2_bytes);
+}
+
 bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
                              std::uint64_t l2_bytes) {
-  if (!ranks_share_one_gpu || l2_bytes == 0) return false;
-  const long double w = world;
-  return 2.0L * w * w * static_cast<long double>(a2a_pitch(chunk_bytes)) > static_cast<long double>(l2_bytes);
+  return ranks_share_one_gpu && l2_bytes > 0 &&
+         !a2a_working_set_fits_l2(world, world, a2a_pitch(chunk_bytes), l2_bytes);
 }
 
 std::vector<Protocol> parse_protocols(const std::string& text) {

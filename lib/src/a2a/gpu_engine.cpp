@@ -83,12 +83,8 @@ class GpuEngine final : public A2aEngine {
     launch_push(L, sp);
   }
 
-  // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
-  // as enqueued, so the host knows the parity of the next launch.
-  static std::string kernel_name(const PushSpec& sp) { return a2a_kernel_name(sp); }
-
   long resident_blocks(const PushSpec& sp) override {
-    const std::string name = kernel_name(sp);
+    const std::string name = a2a_kernel_name(sp);
     auto it = resident_.find(name);
     if (it == resident_.end())
       it = resident_
@@ -98,8 +94,10 @@ class GpuEngine final : public A2aEngine {
     return it->second;
   }
 
+  // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
+  // as enqueued, so the host knows the parity of the next launch.
   void launch_push(const A2aLayout& L, const PushSpec& sp) {
-    const std::string name = kernel_name(sp);
+    const std::string name = a2a_kernel_name(sp);
     const void* s = src_.p;
     void* const* peers = c_.win.peer_ptrs_device();
     const auto lsa = c_.win.lsa();

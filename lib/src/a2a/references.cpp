@@ -121,10 +121,7 @@ PhysicalLimit physical_limit(const Placement& pl, const DeviceInfo& d, std::uint
   const std::string hbm_src = "HBM " + fmt_gbps(hbm) + " GB/s (2 x " +
                               std::to_string(d.memory_clock_khz / 1000) + " MHz x " +
                               std::to_string(d.memory_bus_bits) + "-bit bus, read at run time)";
-  // Working set per device: every rank's source and receive slots.
-  const double per_device_ranks = pl.all_one_device ? w : 1;
-  p.l2_resident = d.l2_bytes > 0 &&
-                  per_device_ranks * 2 * w * static_cast<double>(pitch) <= static_cast<double>(d.l2_bytes);
+  p.l2_resident = a2a_working_set_fits_l2(pl.all_one_device ? pl.world : 1, pl.world, pitch, d.l2_bytes);
   if (pl.all_one_device) {
     // Every byte is read once and written once in the same HBM.
     p.gbps = hbm / 2;

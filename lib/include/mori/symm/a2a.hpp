@@ -146,9 +146,12 @@ std::vector<Protocol> parse_protocols(const std::string& text);
 SignalScope parse_signal_scope(const std::string& text);
 // Parses --source-cache: auto, normal or evict-first.
 SourceCache parse_source_cache(const std::string& text);
+// Whether the working set of one device, every one of its ranks' source and receive slots (2 x
+// ranks_on_device x world x pitch), fits in its L2 (l2_bytes; 0 = unknown: false). The row field l2_resident.
+bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes);
 // --source-cache auto: evict-first where ranks share one GPU (ranks_share_one_gpu: all on it, more than one)
-// and their working set, every rank's source and receive slots (2 x world x world x pitch), exceeds its L2
-// (l2_bytes; 0 = unknown: normal). Measured at 8 ranks on one H200 (results/h200/source-cache/).
+// and their working set does not fit in its L2 (a2a_working_set_fits_l2; l2_bytes 0 = unknown: normal).
+// Measured at 8 ranks on one H200 (results/h200/source-cache/).
 bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
                              std::uint64_t l2_bytes);
 
