@@ -14,6 +14,7 @@ Checks, each failure naming the file and what is missing where:
 - env:     every MORI_* variable the library and tools read (lib/, apps/) is a row of README.md's variables table,
            and every row there names a variable something in the repository reads.
 - schema:  every field of results/schema/*.json is named in a backtick span or code block of README.md/docs/*.md.
+- scripts: every executable in scripts/ is named in README.md (its scripts table).
 - exit:    README.md's exit-code table lists exactly the codes of ExitCode (lib/include/mori/symm/error.hpp).
 - links:   every relative link in the repository's Markdown (outside build folders) resolves, anchors included;
            every repository path in a backtick span of README.md/docs/*.md exists (braces expanded).
@@ -54,12 +55,12 @@ def help_options(text):
     opts = set()
     section = False
     for line in text.splitlines():
-        if re.match(r"^[A-Z][A-Z ]*:\s*$", line):
-            section = line.strip().startswith("OPTIONS")
+        if re.match(r"^[A-Z][A-Za-z ]*:\s*$", line):
+            section = line.strip().upper().startswith("OPTIONS")
             continue
         m = re.match(r"^\s+((?:-[-\w]+,?\s*)+)", line)
         if section and m:
-            opts.update(o.rstrip(",") for o in m.group(1).split() if o.startswith("-"))
+            opts.update(o for o in re.split(r"[,\s]+", m.group(1)) if o.startswith("-"))
     return opts
 
 
@@ -120,6 +121,7 @@ def check_help_and_options(bin_dir, update):
                 with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
                     f.write(text)
                 print(f"updated: {page}: the --help block of {tool}")
+                bounds = block_bounds(text, tool)
             else:
                 shown = help_options(have.replace(f"$ {tool} --help\n", ""))
                 added, gone = sorted(opts[tool] - shown), sorted(shown - opts[tool])
@@ -222,6 +224,14 @@ def check_schema():
                      f"docs/*.md (document it once: docs/json.md or the tool's page)")
 
 
+def check_scripts_listed():
+    readme = read("README.md")
+    for name in sorted(os.listdir(os.path.join(ROOT, "scripts"))):
+        path = os.path.join(ROOT, "scripts", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and f"scripts/{name}" not in readme:
+            fail(f"README.md: scripts/{name} (an executable in scripts/) is not named (add it to the scripts table)")
+
+
 def check_exit_codes():
     src = read("lib/include/mori/symm/error.hpp")
     m = re.search(r"enum class ExitCode[^{]*\{([^}]*)\}", src)
@@ -316,6 +326,7 @@ def main(argv):
     check_env()
     check_schema()
     check_exit_codes()
+    check_scripts_listed()
     check_links()
     for f in failures:
         print("FAIL: " + f)
