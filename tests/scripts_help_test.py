@@ -3,14 +3,18 @@
 
 scripts_help_test.py [SCRIPT...]   (default: every executable regular file in scripts/, found at run time)
 
-Each script runs twice (--help, then -h) from an empty temporary folder, bounded in time, with stand-ins first on
+Each script runs twice (--help, then -h) from a copy of scripts/ (with the top-level CMakeLists.txt) in a temporary
+tree, so that a script that does work anyway writes nothing into the real one; from an empty temporary working
+folder, bounded in time, with stand-ins first on
 the PATH for the commands that would start work (mpirun, cmake, ctest, a compiler, nvidia-smi, apt-get, torchrun,
 the MPS control daemon): a stand-in that is called records its name and fails. A script passes when it exits 0,
 prints something, calls none of the stand-ins, and leaves the temporary folder empty and the source tree as it was
-(every file outside .git and the build folders: same names, sizes and modification times). The message names the
+(every file of the copy and of the real tree outside .git and the build folders: same names, sizes and
+modification times). The message names the
 script, the flag and what went wrong. README.md, "Scripts": "every script answers --help and -h".
 """
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -35,11 +39,11 @@ def executables():
     return out
 
 
-def tree_state():
-    """(path -> (size, mtime_ns)) of every file of the source tree outside .git and build folders."""
+def tree_state(root=ROOT):
+    """(path -> (size, mtime_ns)) of every file of a source tree outside .git and build folders."""
     state = {}
-    for top, dirs, files in os.walk(ROOT):
-        rel = os.path.relpath(top, ROOT)
+    for top, dirs, files in os.walk(root):
+        rel = os.path.relpath(top, root)
         if rel == ".":
             dirs[:] = [d for d in dirs if d != ".git" and not d.startswith("build")]
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -49,7 +53,7 @@ def tree_state():
                 st = os.lstat(p)
             except FileNotFoundError:
                 continue
-            state[os.path.relpath(p, ROOT)] = (st.st_size, st.st_mtime_ns)
+            state[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns)
     return state
 
 
@@ -61,21 +65,23 @@ def make_stand_ins(folder, log):
         os.chmod(p, 0o755)
 
 
-def check(name, flag, bin_dir, log):
+def check(name, flag, bin_dir, log, copy):
     problems = []
     before = tree_state()
+    before_copy = tree_state(copy)
     with tempfile.TemporaryDirectory(prefix="mori-help-cwd-") as cwd:
         env = dict(os.environ)
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         env.pop("MORI_BUILD_DIR", None)
         try:
-            p = subprocess.run([os.path.join(SCRIPTS, name), flag], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            p = subprocess.run([os.path.join(copy, "scripts", name), flag], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S, text=True,
                                errors="replace", start_new_session=True)
         except subprocess.TimeoutExpired:
             return [f"did not end within {TIMEOUT_S} s"]
         left = os.listdir(cwd)
     after = tree_state()
+    after_copy = tree_state(copy)
     if p.returncode != 0:
         problems.append(f"exit {p.returncode}, expected 0 (stderr: {p.stderr.strip()[-300:]!r})")
     if not (p.stdout + p.stderr).strip():
@@ -88,8 +94,9 @@ def check(name, flag, bin_dir, log):
     if left:
         problems.append("wrote in its working folder: " + ", ".join(sorted(left)[:5]))
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    changed += sorted(k for k in set(before_copy) | set(after_copy) if before_copy.get(k) != after_copy.get(k))
     if changed:
-        problems.append("changed the source tree: " + ", ".join(changed[:5]))
+        problems.append("wrote in the tree: " + ", ".join(sorted(set(changed))[:5]))
     return problems
 
 
@@ -102,12 +109,16 @@ def main(argv):
         print("FAIL: no executable file in scripts/")
         return 1
     failed = 0
-    with tempfile.TemporaryDirectory(prefix="mori-help-bin-") as bin_dir:
+    with tempfile.TemporaryDirectory(prefix="mori-help-bin-") as bin_dir, \
+            tempfile.TemporaryDirectory(prefix="mori-help-tree-") as copy:
         log = os.path.join(bin_dir, "called.log")
         make_stand_ins(bin_dir, log)
+        shutil.copytree(SCRIPTS, os.path.join(copy, "scripts"), symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(os.path.join(ROOT, "CMakeLists.txt"), copy)
         for name in names:
             for flag in ("--help", "-h"):
-                problems = check(name, flag, bin_dir, log)
+                problems = check(name, flag, bin_dir, log, copy)
                 if problems:
                     failed += 1
                     print(f"FAIL: scripts/{name} {flag}: " + "; ".join(problems))
