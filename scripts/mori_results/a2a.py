@@ -7,6 +7,7 @@ and fault point (meta.env.MORI_FAULT). A field an older document lacks is ABSENT
 matches a present value, so rows recorded before a field existed are not pooled with rows that record it.
 Runs are grouped only within one revision (group_runs).
 """
+import os
 import statistics
 from dataclasses import dataclass, field, fields
 
@@ -142,6 +143,8 @@ class Run:
     config: dict
     rows: list
     wrong_total: object
+    step: object = None       # the evidence manifest's step that wrote this file, where there is one
+    manifest: object = None
 
     @property
     def fault(self):
@@ -364,9 +367,45 @@ def _load_run(document):
                config=config, rows=rows, wrong_total=wrong_total)
 
 
-def load_runs(paths, skip_folders=("schema",)):
-    """Every mori.a2a Run under paths (files or folders); other schemas are read, checked and left out."""
-    return [load_run(d) for d in load_documents(paths, skip_folders=skip_folders) if d.schema == "mori.a2a"]
+def baseline_evidence(document):
+    """The paths a mori.baseline/1 document names (relative to the repository holding its results/ folder)."""
+    ev = document.doc.get("evidence")
+    if not isinstance(ev, list) or not ev or not all(isinstance(e, str) and e.startswith("results/") for e in ev):
+        raise Malformed(document.path, "not a valid mori.baseline/1 document: evidence must list paths under "
+                                       "results/")
+    here = os.path.dirname(os.path.abspath(document.path))
+    while os.path.basename(here) != "results" and os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+    if os.path.basename(here) != "results":
+        raise Malformed(document.path, "a mori.baseline/1 document must lie under a results/ folder")
+    root = os.path.dirname(here)
+    return [os.path.join(root, e) for e in ev]
+
+
+def load_runs(paths, skip_folders=("schema",), attach_manifests=True):
+    """Every mori.a2a Run under paths (files or folders); other schemas are read, checked and left out. A file
+    named directly that is a mori.baseline/1 document stands for the evidence it names. Where a run lies in an
+    evidence folder, the manifest step that wrote it is attached (Run.step: its gpu_before state and more)."""
+    runs = []
+    for p in paths:
+        for d in load_documents([p], skip_folders=skip_folders):
+            if d.schema == "mori.a2a":
+                runs.append(load_run(d))
+            elif d.schema == "mori.baseline" and d.path == p:
+                runs += load_runs(baseline_evidence(d), skip_folders, attach_manifests=False)
+    if attach_manifests:
+        from .evidence import load_manifest
+        manifests = {}
+        for run in runs:
+            folder = os.path.dirname(os.path.abspath(run.path))
+            for f in (folder, os.path.dirname(folder)):
+                if f not in manifests:
+                    manifests[f] = load_manifest(f, required=False)
+                if manifests[f] is not None:
+                    run.step = manifests[f].step_of(run.path)
+                    run.manifest = manifests[f]
+                    break
+    return runs
 
 
 def group_runs(runs, rows=None):

@@ -21,6 +21,8 @@ SCHEMAS = {
     "mori.faults": (1,),
     "mori.matrix-sweep": (1,),
     "mori.evidence": (1,),
+    "mori.baseline": (1,),
+    "mori.published": (1,),
 }
 
 # Schema files under results/schema/ by schema name (scripts/validate-json).
@@ -30,6 +32,9 @@ SCHEMA_FILES = {
     "mori.teardown": "teardown.schema.json",
     "mori.faults": "faults.schema.json",
     "mori.matrix-sweep": "matrix-sweep.schema.json",
+    "mori.baseline": "baseline.schema.json",
+    "mori.evidence": "evidence.schema.json",
+    "mori.published": "published.schema.json",
 }
 
 # Bounds of the reader.

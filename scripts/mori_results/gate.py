@@ -132,6 +132,8 @@ def meta_facts(run):
         if isinstance(r, dict):
             out[f"ranks[{i}].device_name"] = r.get("device_name")
     out["machine start (boot id)"] = None if run.start is ABSENT else run.start
+    if isinstance(run.step, dict) and run.step.get("gpu_before") is not None:
+        flatten(run.step["gpu_before"], "gpu_before", out)
     return out
 
 
