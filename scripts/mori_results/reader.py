@@ -61,13 +61,18 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def nesting_depth(text):
-    """The deepest nesting of arrays and objects in JSON text (brackets inside strings do not count)."""
+def nesting(text):
+    """(deepest, final) nesting of arrays and objects in JSON text (brackets inside strings do not count); a final
+    depth above 0 means the text ends inside an array or object."""
     depth = deepest = 0
     for m in _BRACKETS.finditer(_STRINGS.sub("", text)):
         depth += 1 if m.group() in "[{" else -1
         deepest = max(deepest, depth)
-    return deepest
+    return deepest, depth
+
+
+def nesting_depth(text):
+    return nesting(text)[0]
 
 
 def _refuse_constant(name):
@@ -92,7 +97,7 @@ def _no_duplicates(pairs):
 
 def parse_json(text, path, max_depth=MAX_JSON_DEPTH):
     """Strict JSON of text (from path, for the message)."""
-    depth = nesting_depth(text)
+    depth, _ = nesting(text)
     if depth > max_depth:
         raise Malformed(path, f"JSON nested {depth} deep, more than the limit of {max_depth}")
     try:
@@ -101,7 +106,7 @@ def parse_json(text, path, max_depth=MAX_JSON_DEPTH):
     except RecursionError:
         raise Malformed(path, "JSON nested too deep")
     except json.JSONDecodeError as e:
-        cut = e.pos >= len(text.rstrip())
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
         raise Malformed(path, f"{'truncated' if cut else 'not valid'} JSON: {e}")
     except ValueError as e:  # the hooks above, integer digit limits
         raise Malformed(path, f"not valid JSON: {e}")
