@@ -27,7 +27,12 @@ HOST = os.path.join(FIX, "a2a-host-w4.json")
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, CHECK, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """perf-check's exit code and output; (None, "timed out") where it hangs (a FIFO, a device)."""
+    try:
+        p = subprocess.run([sys.executable, CHECK, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
     return p.returncode, p.stdout
 
 
@@ -220,22 +225,12 @@ with tempfile.TemporaryDirectory() as tmp:
     fifo_dir = os.path.join(tmp, "fifo")
     os.makedirs(fifo_dir)
     os.mkfifo(os.path.join(fifo_dir, "x.json"))
-    try:
-        p = subprocess.run([sys.executable, CHECK, good, fifo_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=30)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired:
-        rc, out = None, "hung on the FIFO"
+    rc, out = run(good, fifo_dir)
     check("a folder holding a FIFO x.json: exit 2 naming it, no hang", rc == 2 and "x.json" in out and "FIFO" in out, out)
     zdir = os.path.join(tmp, "zero-link")
     os.makedirs(zdir)
     os.symlink("/dev/zero", os.path.join(zdir, "z.json"))
-    try:
-        p = subprocess.run([sys.executable, CHECK, good, zdir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=30)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired:
-        rc, out = None, "read /dev/zero without end"
+    rc, out = run(good, zdir)
     check("a *.json linked to /dev/zero: exit 2, no MemoryError", rc == 2 and "z.json" in out and "device" in out, out)
     two = copy.deepcopy(base)
     two["meta"]["git_revision"] = "0123456"

@@ -7,7 +7,6 @@ tables carry push/sync alone, the ceiling and the L2 flag; a mori.a2a/1 document
 generator below derives a doctored copy of a real fixture whose ceiling is beaten by 20 %, and the page must
 flag it as a broken ceiling (and the real fixtures must not be flagged).
 """
-import copy
 import json
 import os
 import re

@@ -202,6 +202,10 @@ def _jtype(v):
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
 
 
+_TYPES = {"str": (str, "a string"), "bool": (bool, "true or false"), "object": (dict, "an object"),
+          "array": (list, "an array")}
+
+
 def _check(f, key, v, kind):
     if kind == "count":  # a non-negative integer (7.0 is refused as much as 7.5: counts are written as integers)
         if isinstance(v, bool) or not isinstance(v, int):
@@ -215,21 +219,10 @@ def _check(f, key, v, kind):
         if v < 0 or (kind == "positive" and v == 0):
             f.fail(key, f"{v} is not {'positive' if kind == 'positive' else 'a non-negative number'}")
         return v
-    if kind == "str":
-        if not isinstance(v, str):
-            f.fail(key, f"expected a string, found {_jtype(v)}")
-        return v
-    if kind == "bool":
-        if not isinstance(v, bool):
-            f.fail(key, f"expected true or false, found {_jtype(v)}")
-        return v
-    if kind == "object":
-        if not isinstance(v, dict):
-            f.fail(key, f"expected an object, found {_jtype(v)}")
-        return v
-    if kind == "array":
-        if not isinstance(v, list):
-            f.fail(key, f"expected an array, found {_jtype(v)}")
+    if kind in _TYPES:
+        t, name = _TYPES[kind]
+        if not isinstance(v, t):
+            f.fail(key, f"expected {name}, found {_jtype(v)}")
         return v
     if kind == "scalar":  # a recorded setting: a string or a count
         if isinstance(v, str):
