@@ -45,6 +45,7 @@ MAX_JSON_DEPTH = 64
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
+EXIT_RUNTIME = 3  # perf-check --ab: the baseline's build or a run failed
 EXIT_SKIP = 77  # CTest's SKIP_RETURN_CODE (validate-json --require-or-skip)
 
 # perf-check's allowance rule (docs/perf-check.md "The allowance").
