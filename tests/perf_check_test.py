@@ -232,6 +232,15 @@ with tempfile.TemporaryDirectory() as tmp:
     os.symlink("/dev/zero", os.path.join(zdir, "z.json"))
     rc, out = run(good, zdir)
     check("a *.json linked to /dev/zero: exit 2, no MemoryError", rc == 2 and "z.json" in out and "device" in out, out)
+    mutant = copy.deepcopy(base)
+    mutant["meta"]["env"]["MORI_FAULT"] = "a2a.no-barrier"
+    for r in mutant["results"]:
+        r["wrong"] = 12
+    put("withmutant/a2a.json", json.dumps(base))
+    put("withmutant/mutant.json", json.dumps(mutant))
+    rc, out = run(good, os.path.join(tmp, "withmutant"))
+    check("a verification mutant's wrong elements in an evidence folder are not a failure (skipped with a note)",
+          rc == 0 and "verification mutant" in out and "0 wrong" in out, out)
     two = copy.deepcopy(base)
     two["meta"]["git_revision"] = "0123456"
     put("tworev/a.json", json.dumps(base))

@@ -45,8 +45,8 @@ class Side:
     wrong_external: int = 0
     external: int = 0
 
-    def note(self, why):
-        self.notes[why] = self.notes.get(why, 0) + 1
+    def note(self, why, n=1):
+        self.notes[why] = self.notes.get(why, 0) + n
 
 
 def collect(name, runs, include_external):
@@ -54,6 +54,10 @@ def collect(name, runs, include_external):
     mori-a2a wrote them), so are rows with an error; other systems' rows are left out unless include_external."""
     side = Side(name)
     for run in runs:
+        if run.is_mutant:
+            side.note("row of a verification mutant run (MORI_FAULT: its wrong elements are the point)",
+                      len(run.rows))
+            continue
         for row in run.rows:
             if row.is_mori and run.tool != "mori-a2a" and row.source == "mori-a2a":
                 side.note("mori row copied into a comparison document (gated where mori-a2a wrote it)")

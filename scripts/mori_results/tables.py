@@ -89,20 +89,29 @@ def ceiling_cell(rs):
 
 def group_of(run, ident):
     rev = run.revision if run.revision is not None and run.revision is not ABSENT else "unknown revision"
+    if run.meta.get("git_clean") is False and not rev.endswith("-dirty"):
+        rev += "-dirty"
     return (ident.device, ident.platform, ident.gpus, ident.world, ident.version, " MPS" if ident.mps else "", rev)
+
+
+def short_rev(rev):
+    """A commit shown by its first 12 digits (a suffix such as -dirty kept)."""
+    head, dash, tail = str(rev).partition("-")
+    return (head[:12] if all(c in "0123456789abcdef" for c in head) else head) + dash + tail
 
 
 def group_title(g):
     name, platform, gpus, world, version, mps, rev = g
     dirty = " (built from a modified tree: not a published figure)" if str(rev).endswith("-dirty") else ""
+    short = short_rev(rev)
     return (f"{name} ({platform}), {gpus} device{'s' if gpus > 1 else ''}, world {world}"
-            f"{' (' + mps.strip() + ')' if mps else ''}, mori.a2a/{version}, revision {rev}{dirty}")
+            f"{' (' + mps.strip() + ')' if mps else ''}, mori.a2a/{version}, revision {short}{dirty}")
 
 
 def plot_name(g):
     name, platform, gpus, world, version, mps, rev = g
     tag = f"{name.replace(' ', '_')}-{platform}-{gpus}_device{'s' if gpus > 1 else ''}-w{world}" \
-          f"{'-mps' if mps else ''}{'' if version == 2 else '-v' + str(version)}-{rev}"
+          f"{'-mps' if mps else ''}{'' if version == 2 else '-v' + str(version)}-{short_rev(rev).replace(' ', '_')}"
     return f"a2a-{tag}.png"
 
 
@@ -387,7 +396,7 @@ def published_table(repo, name, spec, path):
         raise Malformed(full, f"published table {name!r}: not a mori.a2a document")
     run = load_run(d)
     rev = run.revision or ""
-    if not rev or rev.endswith("-dirty") or run.meta.get("git_clean") is False:
+    if not rev or rev == "unknown" or rev.endswith("-dirty") or run.meta.get("git_clean") is False:
         raise Malformed(full, f"published table {name!r}: revision {rev or '(none)'} is not a clean commit; evidence "
                               "from a dirty tree never reaches a table")
     picked = []
@@ -401,7 +410,7 @@ def published_table(repo, name, spec, path):
     wrong = sum(r.wrong for r in picked)
     cond = ", ".join(f"{v} sync" if k == "sync" else (f"graph of {v}" if k == "graph" and v else f"{v}")
                      for k, v in where.items())
-    prose = (f"{title}, revision {rev}, one run: `{run_path}` ({cond}"
+    prose = (f"{title}, revision {short_rev(rev)}, one run: `{run_path}` ({cond}"
              f"{', ' + '/'.join(launches) + ' launches' if launches else ''}; "
              f"{'every element verified' if not wrong else f'{wrong} WRONG elements'}). p50 µs per all-to-all "
              "iteration; the ceiling is the best copy of the same bytes measured in the same run.")
