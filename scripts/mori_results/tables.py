@@ -310,7 +310,7 @@ def summary(folder):
     for d in docs:
         if d.schema == "mori.a2a":
             run = load_run(d)
-            if run.revision and not same_revision(run.revision, man.revision):
+            if run.revision not in (None, "unknown") and not same_revision(run.revision, man.revision):
                 raise Malformed(d.path, f"revision {run.revision}, but the folder's manifest names {man.revision}: "
                                         "one evidence folder holds one revision")
             runs.append(run)
