@@ -278,6 +278,20 @@ if os.path.exists(R1) and os.path.exists(R2):
               "meta differs: driver_version: '13000' -> '13010'" in out, out)
         rc, out = run(R2, sp)
         check("... and against the other run as baseline", rc == 1 and "SLOWER" in out, out)
+        repo = os.path.join(tmp, "repo")
+        os.makedirs(os.path.join(repo, "results", "h200"))
+        os.makedirs(os.path.join(repo, "results", "baselines"))
+        shutil.copy(R1, os.path.join(repo, "results", "h200"))
+        bfile = os.path.join(repo, "results", "baselines", "h200.json")
+        with open(bfile, "w") as f:
+            json.dump({"schema": "mori.baseline/1", "evidence": ["results/h200/a2a-w8-r1.json"]}, f)
+        rc, out = run(bfile, sp)
+        check("a mori.baseline/1 file stands for the evidence it names: the slowdown is flagged",
+              rc == 1 and len([ln for ln in out.splitlines() if "SLOWER" in ln]) == 2 * hit, out)
+        with open(bfile, "w") as f:
+            json.dump({"schema": "mori.baseline/1", "evidence": ["/etc/passwd"]}, f)
+        rc, out = run(bfile, sp)
+        check("a baseline naming a path outside results/: exit 2", rc == 2 and "results/" in out, out)
         both = os.path.join(tmp, "two-runs")
         os.makedirs(both)
         shutil.copy(R1, both)

@@ -372,7 +372,11 @@ def baseline_evidence(document):
     if os.path.basename(here) != "results":
         raise Malformed(document.path, "a mori.baseline/1 document must lie under a results/ folder")
     root = os.path.dirname(here)
-    return [os.path.join(root, e) for e in ev]
+    out = [os.path.normpath(os.path.join(root, e)) for e in ev]
+    outside = [e for e, p in zip(ev, out) if not p.startswith(here + os.sep)]
+    if outside:
+        raise Malformed(document.path, f"evidence {outside[0]!r} leads outside {here}")
+    return out
 
 
 def load_runs(paths, skip_folders=("schema",), attach_manifests=True):
