@@ -7,7 +7,8 @@ CASE:
   probe     mori-probe --backend gpu does every step of its chosen handle type (posix_fd or fabric) on every
             device; with 2+ GPUs, --deep finds every pair reachable
   a2a       mori-a2a --backend gpu at 2 ranks (one per GPU with 2+ GPUs, else both on GPU 0 under MPS),
-            --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration
+            --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration; at the defaults, graph
+            rows of 16 and one best line per chunk
   mutants   the unmutated run passes; MORI_FAULT=a2a.no-barrier:*, a2a.stale:1, a2a.overrun:* each exit 1 with
             "wrong" > 0 under each protocol (simple, direct, ll, copy)
   teardown  mori-teardown-repro at 2 ranks on the GPU: ordered -> ok, free-before-unmap -> api_error
@@ -207,6 +208,15 @@ def case_a2a(tmp, count, where):
     graphs = {(r.get("addressing"), r.get("chunk_bytes")) for r in res if r.get("graph") and r.get("graph_iters") == 4}
     check(f"graph replays of 4 iterations ran for both addressing models and both chunks ({sorted(graphs)})",
           len(graphs) == 4 and all(r.get("total_bw_gbps", 0) > 0 for r in res), out)
+    # The defaults (the main job as typed): device sync also replayed in a graph of 16, and one best line per chunk.
+    rc, doc2, out2 = a2a_job(tmp, "a2a-default", where, ["--chunk-kib", "256"])
+    res2 = doc2.get("results", []) if doc2 else []
+    best = doc2.get("best", []) if doc2 else []
+    check("the defaults also measure device sync in a graph of 16 and end with one best line per chunk: "
+          f"exit {rc}, {len(best)} best entries",
+          rc == 0 and any(r.get("graph") and r.get("graph_iters") == 16 for r in res2) and
+          (doc2 or {}).get("config", {}).get("graph_auto") is True and len(best) == 1 and
+          best[0].get("chunk_bytes") == 256 << 10 and out2.count("# best  chunk 262144 B:") == 1, out2)
     # Device-scope signals exactly where both ranks share one GPU, and never for the copy protocol's barrier.
     shared = count < 2 and (doc or {}).get("meta", {}).get("platform") == "cuda"  # AMD: system scope always
     want = {p: ("device" if shared and p != "copy" else "system") for p in ("simple", "direct", "ll", "copy")}
