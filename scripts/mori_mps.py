@@ -101,12 +101,15 @@ class Daemon:
 
 
 def active_daemon():
-    """The daemon this process's environment names (CUDA_MPS_PIPE_DIRECTORY), where it answers; else None."""
+    """A daemon already answering: the one this process's environment names (CUDA_MPS_PIPE_DIRECTORY), else the one
+    `scripts/mps start` starts by default ($MORI_MPS_DIR or /tmp/mori-mps-UID); None where neither answers."""
     pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
-    if not pipe:
-        return None
-    d = Daemon(os.path.dirname(pipe.rstrip("/")))
-    d.pipe, d.log = pipe, os.environ.get("CUDA_MPS_LOG_DIRECTORY", d.log)
+    if pipe:
+        d = Daemon(os.path.dirname(pipe.rstrip("/")))
+        d.pipe, d.log = pipe, os.environ.get("CUDA_MPS_LOG_DIRECTORY", d.log)
+        if d.running():
+            return d
+    d = Daemon()
     return d if d.running() else None
 
 
