@@ -96,7 +96,7 @@ int parse_graph(const std::string& text) {
   if (text == "auto") return 0;
   const bool digits =
       !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits) throw UsageError("--graph: '" + text + "' is not auto or a count in 0..10000");
+  if (!digits) throw UsageError("--graph: must be in 0..10000, or auto (got '" + text + "')");
   return std::stoi(text);
 }
 
