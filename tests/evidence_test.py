@@ -79,6 +79,14 @@ try:
           m.get("revision") == head and m.get("clean") is clean and m.get("machine") == "host" and
           m.get("kind") == "host" and bool(m.get("start_id")) and m.get("preset") == "host" and
           m.get("waived") == [], json.dumps(m)[:3000])
+    try:
+        import jsonschema
+    except ImportError:
+        jsonschema = None
+    if jsonschema:
+        with open(os.path.join(ROOT, "results", "schema", "evidence.schema.json")) as f:
+            errors = [e.message for e in jsonschema.Draft7Validator(json.load(f)).iter_errors(m)]
+        check("the manifest validates against results/schema/evidence.schema.json", not errors, "\n".join(errors))
     for name in STEPS[:-1]:
         s = steps.get(name, {})
         check(f"step {name}: ok, with command, wall_s, exit_code and outputs that exist",
