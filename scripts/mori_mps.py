@@ -140,7 +140,10 @@ class Placement:
         return self.daemon.stop() if self.started else True
 
     def env(self):
-        return {"CUDA_VISIBLE_DEVICES": str(self.gpu), **self.daemon.env()}
+        """GPU `gpu` of those this process sees (an entry of CUDA_VISIBLE_DEVICES where it is set), and the daemon."""
+        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        gpu = visible[self.gpu].strip() if self.gpu < len(visible) else str(self.gpu)
+        return {"CUDA_VISIBLE_DEVICES": gpu, **self.daemon.env()}
 
     def mpirun_args(self):
         """mpirun's -n and the -x exports that carry the placement to every rank."""

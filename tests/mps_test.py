@@ -37,6 +37,9 @@ with p:
         "-n", "8", "-x", "CUDA_VISIBLE_DEVICES=0", "-x", f"CUDA_MPS_PIPE_DIRECTORY={base}/pipe",
         "-x", f"CUDA_MPS_LOG_DIRECTORY={base}/log"], str(args))
 check("leaving the block stops the daemon it started", not p.daemon.running())
+os.environ["CUDA_VISIBLE_DEVICES"] = "3,5"
+check("GPU 0 of CUDA_VISIBLE_DEVICES=3,5 is 3", p.env()["CUDA_VISIBLE_DEVICES"] == "3", str(p.env()))
+del os.environ["CUDA_VISIBLE_DEVICES"]
 
 # A daemon already answering (started by scripts/mps) is used and left running.
 rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "mps"), "start"], stdout=subprocess.PIPE,
