@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import mori_mps  # noqa: E402
 
 os.environ["PATH"] = os.path.join(HERE, "fixtures", "fake-mps") + os.pathsep + os.environ["PATH"]
-for k in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"):
+for k in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_VISIBLE_DEVICES"):
     os.environ.pop(k, None)
 tmp = tempfile.mkdtemp(prefix="mori-mps-test-")
 os.environ["MORI_MPS_DIR"] = os.path.join(tmp, "default")
