@@ -72,7 +72,8 @@ TEST(FilesRead, FifoRefusedAtOnceNamingIt) {
 TEST(FilesRead, FolderDeviceAndSocketRefused) {
   TempDir d;
   std::filesystem::create_directory(d / "dir.hip");
-  EXPECT_NE(std::string(read_error(d / "dir.hip", kKernelSource).what()).find("is a folder"), std::string::npos);
+  EXPECT_NE(std::string(read_error(d / "dir.hip", kKernelSource).what()).find("is a folder"),
+            std::string::npos);
   ASSERT_EQ(symlink("/dev/zero", (d / "zero.hip").c_str()), 0);
   const std::string zero = read_error(d / "zero.hip", kKernelSource).what();
   EXPECT_NE(zero.find("a character device, a symlink to /dev/zero"), std::string::npos) << zero;
@@ -86,7 +87,8 @@ TEST(FilesRead, FolderDeviceAndSocketRefused) {
   const FileError e = read_error(d / "sock", kTeardownJournal);
   close(s);
   EXPECT_EQ(e.reason(), FileError::Reason::not_regular);
-  EXPECT_NE(std::string(e.what()).find("teardown journal '" + (d / "sock") + "' is a socket"), std::string::npos)
+  EXPECT_NE(std::string(e.what()).find("teardown journal '" + (d / "sock") + "' is a socket"),
+            std::string::npos)
       << e.what();
 }
 
