@@ -256,8 +256,10 @@ std::vector<std::string> Jit::options() {
 std::string Jit::source_of(const KernelSpec& spec) const {
   const std::string dir = kernel_dir();
   if (spec.file.find('/') != std::string::npos) throw UsageError("kernel file names carry no folder");
-  return read_file(dir + "/prelude.hip") + "\n#line 1 \"" + spec.file + "\"\n" +
-         read_file(dir + "/" + spec.file);
+  // The prelude, then the ABI shared with the host (kernels/abi.hip), then the kernel: all of it is the
+  // source the cache key hashes.
+  return read_file(dir + "/prelude.hip") + "\n#line 1 \"abi.hip\"\n" + read_file(dir + "/abi.hip") +
+         "\n#line 1 \"" + spec.file + "\"\n" + read_file(dir + "/" + spec.file);
 }
 
 bool Jit::precompile_requested() {

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "mori/symm/detail/kernel_abi.hpp"
 #include "mori/symm/jit.hpp"
 
 namespace mori::symm {
@@ -25,24 +26,24 @@ bool arch_has_l2_cache_hints(const std::string& arch) {
 }
 
 std::vector<KernelSpec> kernel_catalog(const std::string& arch) {
-  KernelSpec a2a{"a2a.hip", {"a2a_fill", "a2a_verify", "a2a_delay", "a2a_ll<0>", "a2a_ll<1>"}};
-  for (const char* lsa : {"0", "1"})
-    for (const char* sync : {"0", "1"})
-      for (const char* unroll : {"4", "8"})
-        for (const char* direct : {"0", "1"})
-          for (const char* evict_first : {"0", "1"})
-            a2a.instantiations.push_back(std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " +
-                                         direct + ", " + evict_first + ">");
-  KernelSpec matrix{"matrix.hip", {"matrix_pingpong<0>", "matrix_pingpong<1>"}};
-  for (const char* lsa : {"0", "1"}) {
-    for (const char* unroll : {"4", "8", "16"})
-      for (const char* stream : {"0", "1"})
-        matrix.instantiations.push_back(std::string("matrix_copy<") + lsa + ", " + unroll + ", " + stream +
-                                        ">");
+  using namespace detail;  // the names of kernels/abi.hip (detail/kernel_abi.hpp)
+  KernelSpec a2a{
+      "a2a.hip",
+      {a2a_fill_name(), a2a_verify_name(), a2a_delay_name(), a2a_ll_name(false), a2a_ll_name(true)}};
+  for (bool lsa : {false, true})
+    for (bool sync : {false, true})
+      for (int unroll : {4, 8})
+        for (bool direct : {false, true})
+          for (bool evict_first : {false, true})
+            a2a.instantiations.push_back(a2a_push_name(lsa, sync, unroll, direct, evict_first));
+  KernelSpec matrix{"matrix.hip", {matrix_pingpong_name(false), matrix_pingpong_name(true)}};
+  for (bool lsa : {false, true}) {
+    for (int unroll : {4, 8, 16})
+      for (bool stream : {false, true})
+        matrix.instantiations.push_back(matrix_copy_name(lsa, unroll, stream));
     // Defined only where the prelude sets MORI_BULK_COPY (NVIDIA sm_90 and newer).
     if (arch_has_bulk_copy(arch))
-      for (const char* tma : {"0", "1"})
-        matrix.instantiations.push_back(std::string("matrix_bulk<") + lsa + ", " + tma + ">");
+      for (bool tma : {false, true}) matrix.instantiations.push_back(matrix_bulk_name(lsa, tma));
   }
   return {a2a, matrix};
 }
