@@ -161,9 +161,9 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
 
 template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
 __global__ void __launch_bounds__(512)
-    MORI_K_A2A_PUSH(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-             int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
-             int device_scope) {
+    MORI_K_A2A_PUSH(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base,
+                    u64 stride, int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns,
+                    u32 mutate, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -262,8 +262,8 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 template <int kLsa>
 __global__ void __launch_bounds__(512)
     MORI_K_A2A_LL(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-           int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
-           int device_scope, int source_evict_first) {
+                  int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
+                  u32* status, int device_scope, int source_evict_first) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -340,7 +340,7 @@ __global__ void MORI_K_A2A_FILL(u32* src, int world, int me, MoriA2aLayout L, co
 // slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
 // Counted per 32-bit word: a word is wrong when any of its bytes is.
 __global__ void MORI_K_A2A_VERIFY(const u32* win, int world, int me, MoriA2aLayout L, const u32* epoch_ptr,
-                           unsigned long long* wrong) {
+                                  unsigned long long* wrong) {
   const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
   const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
   const u64 pitch_words = L.pitch / 4;

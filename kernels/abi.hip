@@ -2,8 +2,8 @@
  * receive layout and signal pad, the verification's mutation ids, and the kernels' names. One file, plain
  * C-compatible, no includes (the runtime compilers ship no standard headers). The JIT prepends it to every
  * kernel source after kernels/prelude.hip, so it is part of every kernel's cache key; the host includes it
- * (lib/include/mori/symm/detail/kernel_abi.hpp). The static_asserts at the end hold on both sides. Named .hip
- * like the prelude, so that every copy and install of the kernel sources carries it. */
+ * (lib/include/mori/symm/detail/kernel_abi.hpp). The static_asserts at the end check it on both sides. Named
+ * .hip like the prelude, so that every copy and install of the kernel sources carries it. */
 #ifndef MORI_KERNEL_ABI_H
 #define MORI_KERNEL_ABI_H
 
@@ -12,8 +12,8 @@ struct MoriSignalPad {
   unsigned int arrive; /* blocks of the current launch that finished their stores (reset by the last one) */
   unsigned int epoch;  /* launches completed by this rank */
   unsigned int pad[30];
-  unsigned int flags[1]; /* flags[q] = the epoch rank q last signalled to this rank (simple protocol); then world
-                            counters and world bases of the direct protocol (see mori_counter_wait) */
+  unsigned int flags[1]; /* flags[q] = the epoch rank q last signalled to this rank (simple protocol); then
+                            world counters and world bases of the direct protocol (see mori_counter_wait) */
 };
 #define MORI_SIGNAL_PAD_EPOCH_WORD 1
 #define MORI_SIGNAL_PAD_FLAGS_WORD 32
@@ -21,14 +21,17 @@ struct MoriSignalPad {
 #define MORI_SIGNAL_PAD_BYTES(world) (32ull * 4ull + 3ull * 4ull * (unsigned long long)(world))
 
 /* Receive layout: two buffers (parity 0 and 1) of `world` slots each. Slot s holds the chunk from rank s at
- * offset s * pitch; pitch leaves a gap of at least 16 bytes after each chunk, which stays poisoned (a guard). */
+ * offset s * pitch; pitch leaves a gap of at least 16 bytes after each chunk, which stays poisoned (a guard).
+ */
 struct MoriA2aLayout {
   unsigned long long chunk;  /* bytes per (source, destination) */
   unsigned long long pitch;  /* bytes between slots (multiple of 256, > chunk) */
   unsigned long long region; /* bytes of one parity buffer = world * pitch */
   unsigned long long signal_offset;
-  unsigned long long ll_offset; /* low-latency protocol: start of its staging (two parity buffers of world slots) */
-  unsigned long long ll_pitch;  /* bytes between staging slots: 8 per 32-bit word of the chunk, in groups of 4 */
+  unsigned long long
+      ll_offset; /* low-latency protocol: start of its staging (two parity buffers of world slots) */
+  unsigned long long
+      ll_pitch; /* bytes between staging slots: 8 per 32-bit word of the chunk, in groups of 4 */
 };
 #define MORI_A2A_LAYOUT_BYTES 48
 
@@ -52,16 +55,24 @@ struct MoriA2aLayout {
 #define MORI_KERNEL_NAME_STR(x) #x
 #define MORI_KERNEL_NAME(x) MORI_KERNEL_NAME_STR(x)
 
+/* Sizes on both sides; offsets on the host (the runtime compilers have no offsetof), where the same text
+ * compiles to the same layout. */
 #ifdef __cplusplus
 static_assert(sizeof(MoriA2aLayout) == MORI_A2A_LAYOUT_BYTES, "MoriA2aLayout: six 64-bit fields");
+static_assert(sizeof(MoriSignalPad) == 4 * (MORI_SIGNAL_PAD_FLAGS_WORD + 1),
+              "MoriSignalPad: 32 words, then flags");
+static_assert(sizeof(unsigned long long) == 8 && sizeof(unsigned int) == 4, "the ABI's integer widths");
+#if !defined(MORI_KERNEL_PLATFORM_cuda) && !defined(MORI_KERNEL_PLATFORM_amd)
 static_assert(__builtin_offsetof(MoriA2aLayout, pitch) == 8, "MoriA2aLayout.pitch");
 static_assert(__builtin_offsetof(MoriA2aLayout, region) == 16, "MoriA2aLayout.region");
 static_assert(__builtin_offsetof(MoriA2aLayout, signal_offset) == 24, "MoriA2aLayout.signal_offset");
 static_assert(__builtin_offsetof(MoriA2aLayout, ll_offset) == 32, "MoriA2aLayout.ll_offset");
 static_assert(__builtin_offsetof(MoriA2aLayout, ll_pitch) == 40, "MoriA2aLayout.ll_pitch");
-static_assert(__builtin_offsetof(MoriSignalPad, epoch) == 4 * MORI_SIGNAL_PAD_EPOCH_WORD, "MoriSignalPad.epoch");
-static_assert(__builtin_offsetof(MoriSignalPad, flags) == 4 * MORI_SIGNAL_PAD_FLAGS_WORD, "MoriSignalPad.flags");
-static_assert(sizeof(unsigned long long) == 8 && sizeof(unsigned int) == 4, "the ABI's integer widths");
+static_assert(__builtin_offsetof(MoriSignalPad, epoch) == 4 * MORI_SIGNAL_PAD_EPOCH_WORD,
+              "MoriSignalPad.epoch");
+static_assert(__builtin_offsetof(MoriSignalPad, flags) == 4 * MORI_SIGNAL_PAD_FLAGS_WORD,
+              "MoriSignalPad.flags");
+#endif
 #endif
 
 #endif /* MORI_KERNEL_ABI_H */
