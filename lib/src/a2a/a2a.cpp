@@ -34,8 +34,6 @@ using detail::PushSpec;
 
 namespace {
 
-constexpr int kThreads = 512;
-
 // Signal pad as the kernels see it (kernels/abi.hip, MoriSignalPad): flags, counters, bases.
 std::size_t signal_pad_bytes(int world) {
   return static_cast<std::size_t>(MORI_SIGNAL_PAD_BYTES(world));
