@@ -16,30 +16,8 @@
 //
 // Host runtime: kernels/a2a_host.cpp runs the same algorithm over the same layout with the same pattern.
 
-// Signal pad layout (per rank, at signal_offset inside its slot).
-struct MoriSignalPad {
-  u32 arrive;  // blocks of the current launch that finished their stores (reset by the last one)
-  u32 epoch;   // launches completed by this rank
-  u32 pad[30];
-  u32 flags[1];  // flags[q] = the epoch rank q last signalled to this rank (simple protocol); then world
-                 // counters and world bases of the direct protocol (see mori_counter_wait)
-};
-
-// Receive layout: two buffers (parity 0 and 1) of `world` slots each. Slot s holds the chunk from rank s at
-// offset s * pitch; pitch leaves a gap of at least 16 bytes after each chunk, which stays poisoned (a guard).
-struct MoriA2aLayout {
-  u64 chunk;   // bytes per (source, destination)
-  u64 pitch;   // bytes between slots (multiple of 256, > chunk)
-  u64 region;  // bytes of one parity buffer = world * pitch
-  u64 signal_offset;
-  u64 ll_offset;  // low-latency protocol: start of its staging (two parity buffers of world slots)
-  u64 ll_pitch;   // bytes between staging slots: 8 per 32-bit word of the chunk, in groups of 4 words
-};
-
-// Mutations for the verification's own tests (MORI_FAULT a2a.no-barrier / a2a.stale / a2a.overrun).
-#define MORI_MUTATE_NO_WAIT 1u  // signal the peers but do not wait for them
-#define MORI_MUTATE_STALE 2u    // skip every data store of this launch
-#define MORI_MUTATE_OVERRUN 4u  // write 16 bytes past the end of each chunk
+// The signal pad (MoriSignalPad), the receive layout (MoriA2aLayout), the mutation ids (MORI_MUTATE_*) and
+// the kernel names (MORI_K_*) are the host's too: kernels/abi.hip, which the JIT prepends to this file.
 
 // Status written by a kernel whose bounded wait expired: word 0 = the epoch that launch was completing (never
 // 0), word 1 + q = 1 for each rank q it waited for in vain.
@@ -183,9 +161,9 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
 
 template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
 __global__ void __launch_bounds__(512)
-    a2a_push(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-             int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
-             int device_scope) {
+    MORI_K_A2A_PUSH(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base,
+                    u64 stride, int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns,
+                    u32 mutate, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -283,9 +261,9 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 
 template <int kLsa>
 __global__ void __launch_bounds__(512)
-    a2a_ll(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-           int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate, u32* status,
-           int device_scope, int source_evict_first) {
+    MORI_K_A2A_LL(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
+                  int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
+                  u32* status, int device_scope, int source_evict_first) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -339,7 +317,7 @@ __global__ void __launch_bounds__(512)
 }
 
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).
-__global__ void a2a_delay(u64 ns) {
+__global__ void MORI_K_A2A_DELAY(u64 ns) {
   if (threadIdx.x != 0) return;
   const u64 t0 = mori_now_ns();
   while (mori_now_ns() - t0 < ns) mori_spin_pause();
@@ -347,7 +325,7 @@ __global__ void a2a_delay(u64 ns) {
 
 // Fills the source for the next launch: slot p, word i = pattern(me, p, i, tag), tag = the epoch that launch
 // will complete (read from the pad on the device, so a captured graph gets a new tag each replay).
-__global__ void a2a_fill(u32* src, int world, int me, MoriA2aLayout L, const u32* epoch) {
+__global__ void MORI_K_A2A_FILL(u32* src, int world, int me, MoriA2aLayout L, const u32* epoch) {
   const u32 tag = *reinterpret_cast<const volatile u32*>(epoch) + 1u;
   const u64 words = (L.chunk + 3) / 4, pitch_words = L.pitch / 4;
   const u64 total = words * static_cast<u64>(world);
@@ -361,8 +339,8 @@ __global__ void a2a_fill(u32* src, int world, int me, MoriA2aLayout L, const u32
 // Counts the bytes of the receive buffer of the last completed launch that differ from what they should hold:
 // slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
 // Counted per 32-bit word: a word is wrong when any of its bytes is.
-__global__ void a2a_verify(const u32* win, int world, int me, MoriA2aLayout L, const u32* epoch_ptr,
-                           unsigned long long* wrong) {
+__global__ void MORI_K_A2A_VERIFY(const u32* win, int world, int me, MoriA2aLayout L, const u32* epoch_ptr,
+                                  unsigned long long* wrong) {
   const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
   const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
   const u64 pitch_words = L.pitch / 4;

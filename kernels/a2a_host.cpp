@@ -21,9 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// MoriSignalPad: arrive, epoch, 30 words of padding, then one flag per rank.
-constexpr std::size_t kPadEpochWord = 1;
-constexpr std::size_t kPadFlagsWord = 32;
+// MoriSignalPad (kernels/abi.hip): arrive, epoch, 30 words of padding, then one flag per rank.
+constexpr std::size_t kPadEpochWord = MORI_SIGNAL_PAD_EPOCH_WORD;
+constexpr std::size_t kPadFlagsWord = MORI_SIGNAL_PAD_FLAGS_WORD;
 
 // mori_pattern in kernels/prelude.hip.
 std::uint32_t pattern(std::uint32_t src, std::uint32_t dst, std::uint64_t word, std::uint32_t tag) {

@@ -16,6 +16,7 @@ class FakeRuntime final : public Runtime {
  public:
   std::map<std::pair<HandleType, std::string>, std::string> fail;  // (type, step) -> error name
   bool attr_fd = true, attr_fabric = true, vmm = true;
+  std::string pci_bus_id = "0000:19:00.0";  // a MIG instance reports its parent GPU's
 
   Platform platform() const noexcept override { return Platform::cuda; }
   std::string driver_version() override { return "fake"; }
@@ -26,7 +27,7 @@ class FakeRuntime final : public Runtime {
     i.posix_fd_attribute = attr_fd;
     i.fabric_attribute = attr_fabric;
     i.vmm_supported = vmm;
-    i.pci_bus_id = "0000:19:00.0";
+    i.pci_bus_id = pci_bus_id;
     return i;
   }
   void set_device(int d) override { host_->set_device(d); }

@@ -13,6 +13,8 @@
 #include "mori/symm/jit.hpp"
 #include "mori/symm/json.hpp"
 
+#include "fake_runtime.hpp"
+
 using namespace mori::symm;
 
 TEST(A2aConfig, ProtocolListsNameCopy) {
@@ -203,20 +205,16 @@ TEST(A2aConfig, AutoFollowsTheCommittedSweeps) {
 // rank) all see ordinal 0, and must not be taken for ranks sharing one GPU (device-scope signals would then
 // be wrong).
 TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
-  using detail::RankPlace;
   DeviceInfo a, b;
   a.pci_bus_id = "0000:19:00.0";
   b.pci_bus_id = "0000:3b:00.0";
-  const std::uint64_t host = 7;
   auto two_gpus = detail::placement_of(
-      {RankPlace{host, detail::device_identity(a, 0), 1}, RankPlace{host, detail::device_identity(b, 0), 1}},
-      false);
+      {detail::rank_place(0, a, 0, true, false), detail::rank_place(0, b, 0, true, false)}, false);
   EXPECT_FALSE(two_gpus.all_one_device);
   EXPECT_TRUE(two_gpus.one_rank_per_device);
   EXPECT_EQ(two_gpus.max_ranks_per_device, 1);
   auto one_gpu = detail::placement_of(
-      {RankPlace{host, detail::device_identity(a, 0), 1}, RankPlace{host, detail::device_identity(a, 1), 0}},
-      false);
+      {detail::rank_place(0, a, 0, true, false), detail::rank_place(0, a, 1, false, false)}, false);
   EXPECT_TRUE(one_gpu.all_one_device);
   EXPECT_EQ(one_gpu.max_ranks_per_device, 2);
   EXPECT_TRUE(one_gpu.any_without_mps);
@@ -225,4 +223,85 @@ TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
   none.pci_bus_id = "none";
   EXPECT_NE(detail::device_identity(none, 0), detail::device_identity(none, 1));
   EXPECT_EQ(detail::device_identity(none, 1), detail::device_identity(none, 1));
+}
+
+// One source for "same GPU" (docs/mori-a2a.md "Placement"): the node of the load/store team (the bootstrap's
+// shared-memory split, after --node-id / MORI_NODE_ID) with the PCI bus id. At 56d7911 the node was a hash
+// of the host name, so ranks on one GPU in containers with their own host names (or any other disagreement
+// with the team split) were taken as one rank per GPU and skipped the residency rule for programmatic
+// launches. The identity now has no host-name input at all: two ranks of one team on the fake runtime's one
+// GPU are one device, whatever their host names; ranks of two teams (two nodes) with the same bus id are two.
+TEST(A2aPlacement, SameGpuIsTheTeamNodeAndTheBusId) {
+  mori::symm::testing::FakeRuntime rt;
+  const DeviceInfo info = rt.device_info(0);
+  const auto one_team = detail::placement_of(
+      {detail::rank_place(0, info, 0, true, false), detail::rank_place(0, info, 0, true, false)}, false);
+  EXPECT_TRUE(one_team.all_one_device);
+  EXPECT_FALSE(one_team.one_rank_per_device);
+  EXPECT_EQ(one_team.max_ranks_per_device, 2);
+  const auto two_nodes = detail::placement_of(
+      {detail::rank_place(0, info, 0, true, false), detail::rank_place(1, info, 0, true, false)}, false);
+  EXPECT_FALSE(two_nodes.all_one_device);
+  EXPECT_TRUE(two_nodes.one_rank_per_device);
+  // The place a rank sends holds no host name: only the team's node, the device and its facts.
+  static_assert(sizeof(detail::RankPlace) <= 64, "a rank's place is its node, device and facts");
+}
+
+// Link rates are asked by the two devices' PCI bus ids. At 56d7911 each peer was asked by its own ordinal, 0
+// for every rank under per-rank CUDA_VISIBLE_DEVICES, so every peer looked like this rank's device ("same
+// device: no link") and the physical limit fell back to HBM alone.
+TEST(A2aPlacement, LinkRatesAreAskedByBusId) {
+  const char* ids[] = {"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0"};
+  std::vector<detail::RankPlace> all;
+  for (const char* id : ids) {
+    DeviceInfo d;
+    d.pci_bus_id = id;
+    all.push_back(detail::rank_place(0, d, 0, true, false));  // ordinal 0 everywhere
+  }
+  std::vector<std::pair<std::string, std::string>> asked;
+  const detail::LinkRate rate = [&](const std::string& a, const std::string& b, std::string* why) {
+    asked.emplace_back(a, b);
+    if (a == b) {
+      *why = "same device";
+      return 0.0;
+    }
+    return b == ids[3] ? 150.0 : 450.0;
+  };
+  std::string why;
+  EXPECT_EQ(detail::slowest_link_from(all, 0, rate, &why), 150.0);
+  ASSERT_EQ(asked.size(), 3u);
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    EXPECT_EQ(asked[i].first, ids[0]);
+    EXPECT_EQ(asked[i].second, ids[i + 1]);
+  }
+  // A peer on this rank's own device is not a link; no peer elsewhere: -1.
+  EXPECT_EQ(detail::slowest_link_from({all[0], all[0]}, 0, rate, &why), -1.0);
+  EXPECT_EQ(why, "no peer on another device");
+}
+
+// MIG instances report their parent GPU's PCI bus id: two ranks on two instances would be one device. They
+// are detected (CUDA_VISIBLE_DEVICES names MIG- devices, or NVML says MIG mode is on) and refused with exit 2
+// and a message that says why (docs/mori-a2a.md "Placement").
+TEST(A2aPlacement, MigInstancesAreDetectedAndRefused) {
+  mori::symm::testing::FakeRuntime rt;  // CUDA's platform, both instances at the parent's bus id
+  const DeviceInfo info = rt.device_info(0);
+  const char* two = "MIG-1f2e3d4c-0000-1111-2222-333344445555,MIG-aa2e3d4c-0000-1111-2222-333344445555";
+  EXPECT_TRUE(detail::mig_instance(rt.platform(), two, -1));
+  EXPECT_TRUE(detail::mig_instance(rt.platform(), " MIG-1f2e3d4c", -1));
+  EXPECT_TRUE(detail::mig_instance(rt.platform(), nullptr, 1));  // NVML: MIG mode on at this bus id
+  EXPECT_FALSE(detail::mig_instance(rt.platform(), "GPU-1f2e3d4c,1", 0));
+  EXPECT_FALSE(detail::mig_instance(rt.platform(), nullptr, -1));
+  EXPECT_FALSE(detail::mig_instance(Platform::host, two, 1));
+  const auto pl = detail::placement_of(
+      {detail::rank_place(0, info, 0, true, true), detail::rank_place(0, info, 0, true, true)}, false);
+  EXPECT_EQ(pl.mig_ranks, (std::vector<int>{0, 1}));
+  try {
+    detail::refuse_mig(pl);
+    ADD_FAILURE() << "MIG not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks 0,1 run on MIG instances"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("parent GPU's PCI bus id"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(
+      detail::refuse_mig(detail::placement_of({detail::rank_place(0, info, 0, true, false)}, false)));
 }

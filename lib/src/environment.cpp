@@ -245,9 +245,16 @@ Json link_gbps(Runtime& rt, int from, int to, std::string* why) {
     *why = "same device: its own memory, no link";
     return nullptr;
   }
-  const std::string a = pci_of(rt, from), b = pci_of(rt, to);
-  if (a.empty()) {
+  return link_gbps_by_pci(pci_of(rt, from), pci_of(rt, to), why);
+}
+
+Json link_gbps_by_pci(const std::string& a, const std::string& b, std::string* why) {
+  if (a.empty() || a == "none") {
     *why = "host runtime: no physical link";
+    return nullptr;
+  }
+  if (same_pci(a, b)) {
+    *why = "same device: its own memory, no link";
     return nullptr;
   }
   const auto nv = detail::nvml_device(a);

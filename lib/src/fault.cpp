@@ -17,8 +17,8 @@ constexpr const char* kKnownPoints[] = {
     "rendezvous.slow",     "rendezvous.send-lost",   "rendezvous.exchange",
     "rendezvous.import",   "rendezvous.mapped",      "a2a.timed",
     "a2a.no-launch",       "a2a.no-barrier",         "a2a.stale",
-    "a2a.overrun",         "a2a.announce",           "journal.full",
-    "matrix.no-pong",      "matrix.short-write",
+    "a2a.overrun",         "a2a.announce",           "a2a.distinct-policy",
+    "journal.full",        "matrix.no-pong",         "matrix.short-write",
 };
 
 bool ends_with(const std::string& s, const char* suffix) {

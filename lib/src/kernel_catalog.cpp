@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "mori/symm/detail/kernel_abi.hpp"
 #include "mori/symm/jit.hpp"
 
 namespace mori::symm {
@@ -27,6 +28,7 @@ bool arch_has_l2_cache_hints(const std::string& arch) {
 
 namespace {
 // Every instantiation of the kernel files, with the feature each needs ("" = none, built for every arch).
+// The names come from kernels/abi.hip's builders (detail/kernel_abi.hpp), shared with the engines.
 struct Instantiation {
   std::string name;
   const char* needs;
@@ -34,26 +36,26 @@ struct Instantiation {
 const char* const kBulkCopy = "TMA bulk copies (NVIDIA sm_90 and newer)";
 
 std::vector<std::pair<std::string, std::vector<Instantiation>>> all_instantiations() {
-  std::vector<Instantiation> a2a{
-      {"a2a_fill", ""}, {"a2a_verify", ""}, {"a2a_delay", ""}, {"a2a_ll<0>", ""}, {"a2a_ll<1>", ""}};
+  using namespace detail;
+  std::vector<Instantiation> a2a{{a2a_fill_name(), ""},
+                                 {a2a_verify_name(), ""},
+                                 {a2a_delay_name(), ""},
+                                 {a2a_ll_name(false), ""},
+                                 {a2a_ll_name(true), ""}};
   // kEvictFirst = 1 is built everywhere: without L2 cache hints (AMD, NVIDIA before sm_80) its loads are
   // plain ones, and the host never launches it there (docs/amd.md).
-  for (const char* lsa : {"0", "1"})
-    for (const char* sync : {"0", "1"})
-      for (const char* unroll : {"4", "8"})
-        for (const char* direct : {"0", "1"})
-          for (const char* evict_first : {"0", "1"})
-            a2a.push_back({std::string("a2a_push<") + lsa + ", " + sync + ", " + unroll + ", " + direct +
-                               ", " + evict_first + ">",
-                           ""});
-  std::vector<Instantiation> matrix{{"matrix_pingpong<0>", ""}, {"matrix_pingpong<1>", ""}};
-  for (const char* lsa : {"0", "1"}) {
-    for (const char* unroll : {"4", "8", "16"})
-      for (const char* stream : {"0", "1"})
-        matrix.push_back({std::string("matrix_copy<") + lsa + ", " + unroll + ", " + stream + ">", ""});
+  for (bool lsa : {false, true})
+    for (bool sync : {false, true})
+      for (int unroll : {4, 8})
+        for (bool direct : {false, true})
+          for (bool evict_first : {false, true})
+            a2a.push_back({a2a_push_name(lsa, sync, unroll, direct, evict_first), ""});
+  std::vector<Instantiation> matrix{{matrix_pingpong_name(false), ""}, {matrix_pingpong_name(true), ""}};
+  for (bool lsa : {false, true}) {
+    for (int unroll : {4, 8, 16})
+      for (bool stream : {false, true}) matrix.push_back({matrix_copy_name(lsa, unroll, stream), ""});
     // Defined only where the prelude sets MORI_BULK_COPY (NVIDIA sm_90 and newer).
-    for (const char* tma : {"0", "1"})
-      matrix.push_back({std::string("matrix_bulk<") + lsa + ", " + tma + ">", kBulkCopy});
+    for (bool tma : {false, true}) matrix.push_back({matrix_bulk_name(lsa, tma), kBulkCopy});
   }
   return {{"a2a.hip", a2a}, {"matrix.hip", matrix}};
 }

@@ -14,6 +14,7 @@
 
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/kernel_abi.hpp"
 #include "mori/symm/detail/matrix_write.hpp"
 #include "mori/symm/detail/poll.hpp"
 #include "mori/symm/environment.hpp"
@@ -63,10 +64,6 @@ char* peer_base(Ctx& c, int peer, int lsa) {
   return static_cast<char*>(l.base) + l.stride * static_cast<std::uint64_t>(c.boot.team_rank_of(peer));
 }
 
-std::string kernel(const char* name, int lsa) {
-  return std::string(name) + "<" + std::to_string(lsa) + ">";
-}
-
 // GB/s of o.bytes for each of `runs` on the stream: the medians of o.iterations rounds that run each once,
 // interleaved so that every run sees the same state of the machine, after one warm-up round.
 std::vector<double> gpu_gbps(Ctx& c, const std::vector<std::function<void()>>& runs) {
@@ -100,15 +97,18 @@ double host_gbps(Ctx& c, int peer, int lsa, int read) {
 double read_bandwidth(Ctx& c, int peer, int lsa) {
   if (!c.gpu) return host_gbps(c, peer, lsa, 1);
   // The read direction: 4 loads in flight, plain stores.
-  Function f = c.mod->function("matrix_copy<" + std::to_string(lsa) + ", 4, 0>");
-  void* peers = const_cast<void**>(c.w.peer_ptrs_device());
-  char* base = static_cast<char*>(c.w.lsa().base);
-  std::uint64_t stride = c.w.lsa().stride, n16 = c.o.bytes / 16;
-  int idx = lsa ? c.boot.team_rank_of(peer) : peer, read = 1;
-  void* local = c.sink;
-  void* args[] = {&peers, &base, &stride, &idx, &read, &local, &n16};
+  Function f = c.mod->function(detail::matrix_copy_name(lsa != 0, 4, false));
+  detail::MatrixCopyArgs a;
+  a.peers = c.w.peer_ptrs_device();
+  a.lsa_base = static_cast<char*>(c.w.lsa().base);
+  a.stride = c.w.lsa().stride;
+  a.n16 = c.o.bytes / 16;
+  a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
+  a.read = 1;
+  a.local = c.sink;
+  auto args = a.args();
   const unsigned blocks = static_cast<unsigned>(c.rt.device_info(c.w.options().device).multiprocessors) * 4;
-  return gpu_gbps(c, {[&] { c.rt.launch(f, {blocks}, {512}, 0, c.stream, args); }})[0];
+  return gpu_gbps(c, {[&] { c.rt.launch(f, {blocks}, {512}, 0, c.stream, args.data()); }})[0];
 }
 
 // Whether one `write` puts exactly the pattern into peer's slot: the slot is poisoned first (by the copy
@@ -187,22 +187,27 @@ std::uint64_t host_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint
 
 std::uint64_t gpu_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint32_t first,
                            std::vector<double>& ns) {
-  Function f = c.mod->function(kernel("matrix_pingpong", lsa));
-  void* peers = const_cast<void**>(c.w.peer_ptrs_device());
-  char* base = static_cast<char*>(c.w.lsa().base);
-  std::uint64_t stride = c.w.lsa().stride, sig = c.w.layout().signal_offset;
-  std::uint64_t tmo = static_cast<std::uint64_t>(c.boot.timeout_s() * 1e9);
-  int idx = lsa ? c.boot.team_rank_of(peer) : peer, init = initiator ? 1 : 0;
-  void* my_pad = c.w.signal_pad(c.boot.rank());
-  std::uint32_t rounds = static_cast<std::uint32_t>(c.o.rounds);
-  void* args[] = {&peers, &base,  &stride, &idx, &sig,         &my_pad,
-                  &init,  &first, &rounds, &tmo, &c.dev_times, &c.dev_result};
-  c.rt.launch(f, {1}, {1}, 0, c.stream, args);
+  Function f = c.mod->function(detail::matrix_pingpong_name(lsa != 0));
+  detail::MatrixPingpongArgs a;
+  a.peers = c.w.peer_ptrs_device();
+  a.lsa_base = static_cast<char*>(c.w.lsa().base);
+  a.stride = c.w.lsa().stride;
+  a.signal_offset = c.w.layout().signal_offset;
+  a.timeout_ns = static_cast<std::uint64_t>(c.boot.timeout_s() * 1e9);
+  a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
+  a.initiator = initiator ? 1 : 0;
+  a.my_pad = c.w.signal_pad(c.boot.rank());
+  a.first_round = first;
+  a.rounds = static_cast<std::uint32_t>(c.o.rounds);
+  a.times = c.dev_times;
+  a.result = c.dev_result;
+  auto args = a.args();
+  c.rt.launch(f, {1}, {1}, 0, c.stream, args.data());
   c.rt.stream_sync(c.stream);
   std::uint64_t result = 0;
   c.rt.copy_to_host(&result, c.dev_result, sizeof(result));
   if (result == 0 && initiator) {
-    std::vector<std::uint64_t> t(rounds);
+    std::vector<std::uint64_t> t(a.rounds);
     c.rt.copy_to_host(t.data(), c.dev_times, t.size() * sizeof(std::uint64_t));
     for (auto x : t) ns.push_back(static_cast<double>(x));
   }

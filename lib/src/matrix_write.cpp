@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "mori/symm/detail/kernel_abi.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
 
@@ -191,23 +192,16 @@ Json request_json(const WriteKernelOptions& o) {
 }
 
 void launch_write(Runtime& rt, const KernelModule& mod, const WriteChoice& c, WriteArgs a, Stream s) {
-  const std::string lsa = std::to_string(a.lsa);
   if (is_bulk(c.kernel)) {
-    const std::string tma = c.kernel == WriteKernel::bulk_tma ? "1" : "0";
-    const Function f = mod.function("matrix_bulk<" + lsa + ", " + tma + ">");
-    const void* local = a.local;
-    std::uint32_t tile = c.tile_bytes;
-    void* args[] = {&a.peers, &a.lsa_base, &a.stride, &a.idx, &local, &a.bytes, &tile};
-    rt.launch(f, {c.blocks}, {c.threads}, 2 * static_cast<std::size_t>(tile), s, args);
+    const Function f = mod.function(matrix_bulk_name(a.lsa != 0, c.kernel == WriteKernel::bulk_tma));
+    MatrixBulkArgs b{
+        static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, a.local, a.bytes, c.tile_bytes};
+    rt.launch(f, {c.blocks}, {c.threads}, 2 * static_cast<std::size_t>(c.tile_bytes), s, b.args().data());
     return;
   }
-  const std::string stream = c.kernel == WriteKernel::stream ? "1" : "0";
-  const Function f =
-      mod.function("matrix_copy<" + lsa + ", " + std::to_string(c.unroll) + ", " + stream + ">");
-  int read = 0;
-  std::uint64_t n16 = a.bytes / 16;
-  void* args[] = {&a.peers, &a.lsa_base, &a.stride, &a.idx, &read, &a.local, &n16};
-  rt.launch(f, {c.blocks}, {c.threads}, 0, s, args);
+  const Function f = mod.function(matrix_copy_name(a.lsa != 0, c.unroll, c.kernel == WriteKernel::stream));
+  MatrixCopyArgs k{static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, 0, a.local, a.bytes / 16};
+  rt.launch(f, {c.blocks}, {c.threads}, 0, s, k.args().data());
 }
 
 namespace {

@@ -7,12 +7,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/a2a_plan.hpp"
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/nvml.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
@@ -31,11 +34,9 @@ using detail::PushSpec;
 
 namespace {
 
-constexpr int kThreads = 512;
-
-// Signal pad as the kernels see it (kernels/a2a.hip, MoriSignalPad).
+// Signal pad as the kernels see it (kernels/abi.hip, MoriSignalPad): flags, counters, bases.
 std::size_t signal_pad_bytes(int world) {
-  return 32 * 4 + 3 * 4 * static_cast<std::size_t>(world);  // flags, counters, bases
+  return static_cast<std::size_t>(MORI_SIGNAL_PAD_BYTES(world));
 }
 
 std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string& step) {
@@ -44,11 +45,16 @@ std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string
   return s;
 }
 
-// Which ranks share a device (by its PCI bus id), whether MPS serves them: one allgather.
-detail::Placement find_placement(Bootstrap& boot, const DeviceInfo& info, int device, bool host_runtime,
-                                 bool* time_sliced) {
-  const detail::RankPlace mine{std::hash<std::string>{}(detail::host_name()),
-                               detail::device_identity(info, device), mps_active()};
+// Which ranks share a device, whether MPS serves them, which run on MIG instances: one allgather. "Same GPU"
+// is (the node of the load/store team, the device's PCI bus id): the team and the placement come from one
+// source (detail/placement.hpp).
+detail::Placement find_placement(Runtime& rt, Bootstrap& boot, const DeviceInfo& info, int device,
+                                 bool host_runtime, bool* time_sliced) {
+  const bool cuda = rt.platform() == Platform::cuda;
+  const int nvml_mig = cuda && !info.pci_bus_id.empty() ? detail::nvml_device(info.pci_bus_id).mig_mode : -1;
+  const bool mig = detail::mig_instance(rt.platform(), std::getenv("CUDA_VISIBLE_DEVICES"), nvml_mig);
+  const detail::RankPlace mine =
+      detail::rank_place(boot.node_of(boot.rank()), info, device, mps_active(), mig);
   const detail::Placement pl =
       detail::placement_of(boot.allgather_value("a2a.placement", mine), host_runtime);
   *time_sliced = !host_runtime && pl.max_ranks_per_device > 1 && pl.any_without_mps;
@@ -67,9 +73,8 @@ struct A2aBench::Impl {
   HandleType ht = HandleType::posix_fd;
   std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
-  bool device_scope = false;  // signals at GPU scope (choose_signal_scope)
-  bool cache_hints = false;   // every rank's kernels can mark loads evict-first (find_cache_hints)
-  detail::Placement placement;
+  A2aFacts facts;  // what the plan depends on (a2a_plan.hpp); facts.placement: where the ranks sit
+  detail::Placement& placement = facts.placement;
   std::unique_ptr<Window> win;
   std::unique_ptr<detail::A2aEngine> eng;
 
@@ -79,12 +84,21 @@ struct A2aBench::Impl {
     if (boot.team_size() != world)
       throw UsageError("mori-a2a: every rank must be in one load/store team (this job spans " +
                        std::to_string(boot.num_nodes()) + " nodes)");
-    placement = find_placement(boot, info, device, host, &time_sliced);
+    placement = find_placement(rt, boot, info, device, host, &time_sliced);
+    detail::refuse_mig(placement);  // before anything reads the parent GPU's PCI bus id as a device
     if (placement.one_rank_per_device && !host) read_link_rates();
     refuse_time_slicing();
-    refuse_ll_that_cannot_fit();
-    device_scope = choose_signal_scope();
-    find_cache_hints();
+    facts.platform = rt.platform();
+    facts.device = info;
+    const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    facts.mps_thread_share = share && *share && std::atof(share) < 100;
+    facts.resident_blocks = [this](const PushSpec& s) { return eng->resident_blocks(s); };
+    // Test-only, the job's (armed for rank 0, read by every rank): the plan of distinct GPUs on a shared one.
+    facts.distinct_policy = detail::fault_armed("a2a.distinct-policy", 0);
+    if (facts.distinct_policy && me == 0)
+      spdlog::warn("MORI_FAULT a2a.distinct-policy: ranks sharing a GPU take the plan of distinct GPUs");
+    const auto without_hints = find_cache_hints();
+    a2a_plan_refusals(cfg, facts, without_hints, jit_arch);
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -117,7 +131,7 @@ struct A2aBench::Impl {
     std::uint64_t largest = 0;
     bool any = false;
     for (std::size_t ch : cfg.chunks) {
-      const auto ps = protocols(ch);
+      const auto ps = a2a_protocols(cfg, ch, placement.one_rank_per_device);
       if (std::find(ps.begin(), ps.end(), Protocol::ll) == ps.end()) continue;
       any = true;
       largest = std::max<std::uint64_t>(largest, ch);
@@ -127,19 +141,15 @@ struct A2aBench::Impl {
 
   // The slowest NVLink path from any rank to any peer (GB/s per direction, read through NVML); collective.
   void read_link_rates() {
-    struct Dev {
-      std::int32_t device;
-    };
-    const auto devs = boot.allgather_value("a2a.devices", Dev{device});
-    double mine = -1;  // -1: no peer on another device yet; 0: a path of unknown rate
-    std::string why = "no peer on another device";
-    for (int q = 0; q < world && mine != 0; ++q) {
-      if (q == me || boot.node_of(q) != boot.node_of(me)) continue;
-      const Json g = link_gbps(rt, device, devs[static_cast<std::size_t>(q)].device, &why);
-      const double v = g.is_number() ? g.get<double>() : 0.0;
-      mine = mine < 0 ? v : std::min(mine, v);
-    }
-    mine = std::max(mine, 0.0);
+    std::string why;
+    const double mine = std::max(detail::slowest_link_from(
+                                     placement.ranks, me,
+                                     [](const std::string& a, const std::string& b, std::string* w) {
+                                       const Json g = link_gbps_by_pci(a, b, w);
+                                       return g.is_number() ? g.get<double>() : 0.0;
+                                     },
+                                     &why),
+                                 0.0);
     double slowest = mine;
     for (double v : boot.allgather_value("a2a.links", mine)) slowest = std::min(slowest, v);
     placement.link_gbps = slowest > 0 ? slowest : 0;
@@ -174,143 +184,27 @@ struct A2aBench::Impl {
             a2a_ll_pitch(chunk)};
   }
 
-  // as_configured = false: the automatic kernel shape whatever --blocks-per-peer and --unroll say.
+  // The row's kernel shape and launch (a2a_plan.hpp); as_configured = false: auto's shape.
   PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple,
                 bool as_configured = true) const {
-    PushSpec s;
-    s.addressing = a;
-    s.sync = sync;
-    s.protocol = proto;
-    s.blocks_per_peer = cfg.blocks_per_peer && as_configured
-                            ? cfg.blocks_per_peer
-                            : auto_blocks_per_peer(info.multiprocessors, world, chunk, kThreads,
-                                                   placement.one_rank_per_device);
-    if (sync && proto == Protocol::ll) s.blocks_per_peer = std::min(s.blocks_per_peer, ll_block_limit());
-    if (sync && proto == Protocol::copy)
-      s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
-    s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
-    // The copy protocol's barrier keeps system scope, conservatively (docs/mori-a2a.md "Signal scope").
-    s.device_scope = device_scope && sync && proto != Protocol::copy;
-    s.source_evict_first = source_evict_first(chunk, as_configured);
-    const bool may_overlap = cfg.overlap_launch && overlapping_launch_exists() &&
-                             !(sync && proto == Protocol::copy);  // the barrier's predecessor is a copy
-    if (may_overlap && !placement.one_rank_per_device && !(cfg.blocks_per_peer && as_configured) &&
-        !(sync && proto == Protocol::ll))
-      s.blocks_per_peer = overlapping_blocks_per_peer(s, chunk);
-    s.overlap = may_overlap && (placement.one_rank_per_device || overlap_cannot_starve(s));
-    return s;
-  }
-
-  // Ranks sharing a GPU, blocks per peer not given: the most blocks, up to one per 4 vectors per thread
-  // (twice the usual), with which programmatic launches still fit, as long as that is at least half the usual
-  // count; else the usual count. Measured at 8 ranks on one H200 (results/lab/h200/signal-scope/overlap-bpp/,
-  // graph of 16): 256 KiB 8 blocks overlapped 10.01 / 9.94 us against 4 blocks 10.33 / 10.25; 1 MiB 8
-  // overlapped 38.31 / 38.37 against 16 plain 38.73 / 38.57 (launched one by one 61.0 / 59.5 against 67.2
-  // / 66.9); 4 MiB 8 overlapped 141.5 / 141.8 against 64 plain 135.7 / 136.1 (an eighth of the blocks costs
-  // more than the launch gap it hides).
-  int overlapping_blocks_per_peer(const PushSpec& usual, std::size_t chunk) const {
-    const int fine =
-        auto_blocks_per_peer(info.multiprocessors, world, chunk, kThreads, placement.one_rank_per_device, 4);
-    PushSpec t = usual;
-    for (t.blocks_per_peer = fine; t.blocks_per_peer >= std::max(1, (usual.blocks_per_peer + 1) / 2);
-         --t.blocks_per_peer)
-      if (overlap_cannot_starve(t)) return t.blocks_per_peer;
-    return usual.blocks_per_peer;
-  }
-
-  // Programmatic launches where ranks share a device (docs/mori-a2a.md "Launches"): a successor waiting on
-  // the device holds its place, and that can be the place another rank's kernel needs to reach the barrier
-  // this kernel waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound
-  // expired). Within one phase of the run every rank launches the same kernel, so the blocks that hold a
-  // place while they wait are: a successor's blocks (until their own predecessor completes; a successor
-  // starts only once every block of that predecessor has started, so a rank with blocks still to place has
-  // none), and the one last block per launch that waits for the peers (simple, direct), or every block of a
-  // launch (ll). When those cannot fill every place the device has for this kernel, a block still to place
-  // always finds one:
-  //   simple, direct: ranks x (grid + 1) <= places (waiting at most (ranks - 1) x grid + ranks < places)
-  //   ll:             2 x ranks x grid <= places
-  // A share of the multiprocessors set for MPS clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100) is not
-  // in the driver's occupancy figure, so no overlap then.
-  bool overlap_cannot_starve(const PushSpec& s) const {
-    const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-    if (share && *share && std::atof(share) < 100) return false;
-    const long grid = static_cast<long>(world) * s.blocks_per_peer;
-    const long ranks = std::max(placement.max_ranks_per_device, 1);
-    const long waiting = s.sync && s.protocol == Protocol::ll ? 2 * ranks * grid : ranks * (grid + 1);
-    return waiting <= eng->resident_blocks(s);
-  }
-
-  // The source loads' L2 policy (docs/mori-a2a.md "Source cache"); as_configured = false: auto's choice.
-  bool source_evict_first(std::size_t chunk, bool as_configured) const {
-    if (as_configured && cfg.source_cache != SourceCache::auto_select)
-      return cfg.source_cache == SourceCache::evict_first;
-    return cache_hints &&
-           auto_source_evict_first(placement.all_one_device && world > 1, world, chunk, info.l2_bytes);
+    return a2a_push_plan(cfg, facts, a, sync, chunk, proto, as_configured);
   }
 
   // Cache hints exist in kernels built for NVIDIA sm_80 and newer (the JIT's arch: MORI_GPU_ARCHS may name
   // another than the device's); elsewhere the prelude's evict-first load is a plain one, and a row would
-  // record evict-first for loads that were not so marked. Decided over all ranks (collective), so that a
-  // refusal is every rank's and auto chooses alike everywhere.
-  void find_cache_hints() {
+  // record evict-first for loads that were not so marked. Gathered over all ranks (collective), so that a
+  // refusal is every rank's and auto chooses alike everywhere. Returns the ranks without.
+  std::string jit_arch;  // the arch the kernels are built for (CUDA); "" elsewhere
+  std::vector<int> find_cache_hints() {
     const std::string arch = rt.platform() == Platform::cuda ? target_arch(rt, device) : std::string();
     const std::int32_t mine = arch_has_l2_cache_hints(arch) ? 1 : 0;
     std::vector<int> without;
     const auto all = boot.allgather_value("a2a.cache_hints", mine);
     for (std::size_t q = 0; q < all.size(); ++q)
       if (!all[q]) without.push_back(static_cast<int>(q));
-    cache_hints = without.empty();
-    if (cfg.source_cache != SourceCache::evict_first || cache_hints) return;
-    throw UsageError(
-        "--source-cache evict-first: needs an NVIDIA GPU of sm_80 or newer on every rank (ranks without: " +
-        detail::join_ranks(without) + "; here: " +
-        (arch.empty() ? std::string("not CUDA's runtime") : "kernels for " + arch) + "); use normal or auto");
-  }
-
-  // Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
-  // holds, on the hardware's terms). Elsewhere a peer on another device (or the AMD path, never measured at
-  // device scope) needs system scope.
-  bool choose_signal_scope() const {
-    const bool applies = rt.platform() == Platform::cuda && placement.all_one_device;
-    if (cfg.signal_scope == SignalScope::device && !applies)
-      throw UsageError(std::string("--signal-scope device: needs every rank on one NVIDIA GPU (") +
-                       (rt.platform() != Platform::cuda ? "this runtime is not CUDA's"
-                                                        : "the ranks run on several devices") +
-                       "); use system or auto");
-    return applies && cfg.signal_scope != SignalScope::system;
-  }
-
-  // Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
-  // resident at once: at most one block per multiprocessor across them (a block of 512 threads always fits).
-  // The blocks per peer that allows; 0 = not even one (then auto does not pick ll and --protocol ll is
-  // refused, so ll only ever runs with at least 1).
-  int ll_block_limit() const {
-    if (rt.platform() == Platform::host) return 65535;
-    return info.multiprocessors / (world * std::max(placement.max_ranks_per_device, 1));
-  }
-  bool ll_fits() const { return ll_block_limit() >= 1; }
-
-  // As given, else the measured choice for this placement (never ll).
-  std::vector<Protocol> protocols(std::size_t chunk) const {
-    return a2a_protocols(cfg, chunk, placement.one_rank_per_device);
-  }
-
-  // Programmatic dependent launch needs compute capability 9.0 (NVIDIA); elsewhere the attribute would be
-  // accepted and ignored, and the row would say "programmatic" for a plain launch.
-  bool overlapping_launch_exists() const {
-    if (rt.platform() != Platform::cuda || info.arch.rfind("sm_", 0) != 0) return false;
-    return std::atoi(info.arch.c_str() + 3) >= 90;
-  }
-
-  void refuse_ll_that_cannot_fit() const {
-    if (ll_fits() ||
-        std::find(cfg.protocols.begin(), cfg.protocols.end(), Protocol::ll) == cfg.protocols.end())
-      return;
-    throw UsageError(
-        "--protocol ll: " + std::to_string(world) + " ranks x " +
-        std::to_string(placement.max_ranks_per_device) + " ranks per GPU need more blocks than the " +
-        std::to_string(info.multiprocessors) +
-        " multiprocessors hold at once, and every block of an ll launch waits (use direct or simple)");
+    facts.cache_hints = without.empty();
+    jit_arch = arch;
+    return without;
   }
 
   detail::Timer timer(int graph_k) { return {*eng, boot, cfg.warmup, cfg.iters, graph_k}; }
@@ -360,8 +254,9 @@ struct A2aBench::Impl {
     return wrong;
   }
 
-  A2aResult run_row(std::size_t chunk, Addressing a, SyncMode sm, Protocol proto, int graph_k,
+  A2aResult run_row(const A2aChunkPlan& plan, Addressing a, SyncMode sm, Protocol proto, int graph_k,
                     const Ceiling& ceiling) {
+    const std::size_t chunk = plan.chunk;
     A2aResult r;
     r.chunk_bytes = chunk;
     r.addressing = a;
@@ -436,7 +331,8 @@ struct A2aBench::Impl {
     r.algbw_gbps = w * c / sec / 1e9;
     r.busbw_gbps = r.algbw_gbps * (w - 1) / w;
     r.ceiling = ceiling;
-    r.physical = detail::physical_limit(placement, info, chunk, L.pitch);
+    r.physical = plan.physical;
+    r.placement = to_string(placement_class(placement));
     return r;
   }
 };
@@ -457,21 +353,16 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
   std::vector<A2aResult> out;
   for (std::size_t chunk : m.cfg.chunks) {
     detail::Timer t = m.timer(0);
-    std::vector<PushSpec> sm_copies{m.spec(Addressing::ptr, false, chunk, Protocol::simple, false)};
-    const PushSpec configured = m.spec(Addressing::ptr, false, chunk);
-    if (configured.blocks_per_peer != sm_copies[0].blocks_per_peer ||
-        configured.unroll != sm_copies[0].unroll ||
-        configured.source_evict_first != sm_copies[0].source_evict_first)
-      sm_copies.push_back(configured);
-    const Ceiling ceiling = detail::measure_ceiling(t, m.layout(chunk), sm_copies, m.world);
-    const auto protocols = m.protocols(chunk);
+    const A2aChunkPlan plan = a2a_chunk_plan(m.cfg, m.facts, chunk);
+    const Ceiling ceiling = detail::measure_ceiling(t, m.layout(chunk), plan.ceiling_copies, m.world);
+    const auto& protocols = plan.protocols;
     for (SyncMode s : m.cfg.syncs)
       for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})
-        for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(chunk, a, s, pr, 0, ceiling));
+        for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(plan, a, s, pr, 0, ceiling));
     if (m.cfg.graph > 0)
       for (Protocol pr : protocols)
         for (Addressing a : m.cfg.addressing)
-          out.push_back(m.run_row(chunk, a, SyncMode::device, pr, m.cfg.graph, ceiling));
+          out.push_back(m.run_row(plan, a, SyncMode::device, pr, m.cfg.graph, ceiling));
     if (m.me == 0 && progress) {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "chunk %zu B done: ceiling %.1f GB/s (%s%s, spread %.1f%%)", chunk,
@@ -524,6 +415,7 @@ Json A2aBench::extra_meta() const {
   return {{"shared_device_without_mps", m.time_sliced},
           {"all_ranks_one_device", m.placement.all_one_device},
           {"one_rank_per_device", m.placement.one_rank_per_device},
+          {"plan_policy", m.facts.distinct_policy ? "distinct_gpus" : "placement"},
           {"contract", "double-buffered by epoch parity: launch n writes receive buffer n % 2"},
           {"window",
            {{"alloc_bytes", m.win->layout().alloc_bytes},

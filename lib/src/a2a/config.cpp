@@ -204,6 +204,7 @@ Json to_json(const A2aResult& r) {
   j["launch"] = r.launch;
   j["signal_scope"] = r.signal_scope;
   j["source_cache"] = r.source_cache;
+  j["placement"] = r.placement;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},

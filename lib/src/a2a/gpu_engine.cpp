@@ -70,12 +70,9 @@ class GpuEngine final : public A2aEngine {
   void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.get()); }
 
   void fill(const A2aLayout& L) override {
-    void* s = src_.p;
-    int w = c_.world, m = c_.me;
-    A2aLayout l = L;
-    const void* epoch = epoch_ptr();
-    void* args[] = {&s, &w, &m, &l, &epoch};
-    c_.rt.launch(module_.function("a2a_fill"), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(), args);
+    A2aFillArgs a{src_.p, c_.world, c_.me, L, epoch_ptr()};
+    c_.rt.launch(module_.function(a2a_fill_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
+                 a.args().data());
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
@@ -98,25 +95,28 @@ class GpuEngine final : public A2aEngine {
   // as enqueued, so the host knows the parity of the next launch.
   void launch_push(const A2aLayout& L, const PushSpec& sp) {
     const std::string name = a2a_kernel_name(sp);
-    const void* s = src_.p;
-    void* const* peers = c_.win.peer_ptrs_device();
     const auto lsa = c_.win.lsa();
-    char* base = static_cast<char*>(lsa.base);
-    std::uint64_t stride = lsa.stride;
-    std::uint64_t tmo = static_cast<std::uint64_t>(c_.timeout_s * 1e9);
-    int w = c_.world, m = c_.me, b = sp.blocks_per_peer;
-    A2aLayout l = L;
-    std::uint32_t mut = sp.mutate;
-    void* st = static_cast<std::uint32_t*>(status_.p) + 2;
-    int scope = sp.device_scope ? 1 : 0;
-    // a2a_ll reads this as its last parameter; a2a_push has it as a template argument and reads the first 12.
-    int evict_first = sp.source_evict_first ? 1 : 0;
-    void* args[] = {&s, &peers, &base, &stride, &w, &m, &l, &b, &tmo, &mut, &st, &scope, &evict_first};
+    A2aPushArgs a;
+    a.src = src_.p;
+    a.peers = c_.win.peer_ptrs_device();
+    a.lsa_base = static_cast<char*>(lsa.base);
+    a.stride = lsa.stride;
+    a.world = c_.world;
+    a.me = c_.me;
+    a.layout = L;
+    a.blocks_per_peer = sp.blocks_per_peer;
+    a.timeout_ns = static_cast<std::uint64_t>(c_.timeout_s * 1e9);
+    a.mutate = sp.mutate;
+    a.status = static_cast<std::uint32_t*>(status_.p) + 2;
+    a.device_scope = sp.device_scope ? 1 : 0;
+    a.source_evict_first = sp.source_evict_first ? 1 : 0;  // a2a_ll's; a2a_push's is a template argument
+    auto args = a.args();
     const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
     if (sp.overlap) {
-      overlapped_ = c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args);
+      overlapped_ =
+          c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args.data());
     } else {
-      c_.rt.launch(module_.function(name), {grid}, {kThreads}, 0, stream_.get(), args);
+      c_.rt.launch(module_.function(name), {grid}, {kThreads}, 0, stream_.get(), args.data());
       overlapped_ = false;
     }
     ++epoch_;
@@ -143,19 +143,14 @@ class GpuEngine final : public A2aEngine {
   }
 
   void delay(double us) override {
-    std::uint64_t ns = static_cast<std::uint64_t>(us * 1e3);
-    void* args[] = {&ns};
-    c_.rt.launch(module_.function("a2a_delay"), {1}, {32}, 0, stream_.get(), args);
+    A2aDelayArgs a{static_cast<std::uint64_t>(us * 1e3)};
+    c_.rt.launch(module_.function(a2a_delay_name()), {1}, {32}, 0, stream_.get(), a.args().data());
   }
 
   void verify(const A2aLayout& L) override {
-    const void* w = c_.win.local();
-    int wd = c_.world, m = c_.me;
-    A2aLayout l = L;
-    const void* epoch = epoch_ptr();
-    void* out = status_.p;
-    void* args[] = {&w, &wd, &m, &l, &epoch, &out};
-    c_.rt.launch(module_.function("a2a_verify"), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(), args);
+    A2aVerifyArgs a{c_.win.local(), c_.world, c_.me, L, epoch_ptr(), status_.p};
+    c_.rt.launch(module_.function(a2a_verify_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
+                 a.args().data());
   }
 
   void copy_peers(const A2aLayout& L) override { copy_to_peers(L, 0, false); }
@@ -254,7 +249,7 @@ class GpuEngine final : public A2aEngine {
   unsigned aux_blocks() const { return static_cast<unsigned>(std::max(sms_, 1)) * 4; }
   const void* epoch_ptr() const {
     return static_cast<const char*>(c_.win.local()) + c_.win.layout().signal_offset +
-           4;  // MoriSignalPad::epoch
+           4 * MORI_SIGNAL_PAD_EPOCH_WORD;
   }
   void ensure_side_streams() {
     if (fork_) return;
@@ -285,12 +280,10 @@ class GpuEngine final : public A2aEngine {
 }  // namespace
 
 std::string a2a_kernel_name(const PushSpec& sp) {
-  const char* lsa_arg = sp.addressing == Addressing::lsa ? "1" : "0";
+  const bool lsa = sp.addressing == Addressing::lsa;
   return sp.sync && sp.protocol == Protocol::ll
-             ? std::string("a2a_ll<") + lsa_arg + ">"
-             : std::string("a2a_push<") + lsa_arg + ", " + (sp.sync ? "1" : "0") + ", " +
-                   std::to_string(sp.unroll) + ", " + (sp.protocol == Protocol::direct ? "1" : "0") + ", " +
-                   (sp.source_evict_first ? "1" : "0") + ">";
+             ? a2a_ll_name(lsa)
+             : a2a_push_name(lsa, sp.sync, sp.unroll, sp.protocol == Protocol::direct, sp.source_evict_first);
 }
 
 std::unique_ptr<A2aEngine> make_gpu_a2a_engine(const EngineContext& ctx) {

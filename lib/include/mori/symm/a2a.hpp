@@ -101,6 +101,7 @@ struct A2aResult {
   int unroll = 0;
   std::string launch = "plain";       // how the timed pushes were launched: "programmatic" | "plain"
   std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
+  std::string placement = "one_gpu";  // the plan's placement class (a2a_plan.hpp PlacementClass)
   std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;

@@ -33,6 +33,9 @@ Json environment_json(Runtime* rt, const std::vector<RankFacts>& ranks);
 // Physical NVLink rate between two devices of this node in GB/s per direction (links x rate), or null with
 // the reason in *why. Peers behind NVSwitches get the device's total.
 Json link_gbps(Runtime& rt, int from, int to, std::string* why);
+// The same between two devices named by PCI bus id, as every rank can name its peers' devices (an ordinal is
+// not a device: with CUDA_VISIBLE_DEVICES set per rank every rank's device is ordinal 0).
+Json link_gbps_by_pci(const std::string& from_pci_bus_id, const std::string& to_pci_bus_id, std::string* why);
 
 // Collective: the cheap checks (namespaces, boot ids, host names, MPS, GPU sharing, compute mode, fd limit
 // for `windows` windows). The result is also kept for this bootstrap, so that a failing window rendezvous

@@ -53,6 +53,7 @@ struct Api {
   Ret (*by_pci)(const char*, Dev*) = nullptr;
   Ret (*pci_info)(Dev, PciInfo*) = nullptr;
   Ret (*compute_mode)(Dev, int*) = nullptr;
+  Ret (*mig_mode)(Dev, unsigned*, unsigned*) = nullptr;
   Ret (*link_state)(Dev, unsigned, int*) = nullptr;
   Ret (*link_remote_pci)(Dev, unsigned, PciInfo*) = nullptr;
   Ret (*link_remote_type)(Dev, unsigned, int*) = nullptr;
@@ -84,6 +85,7 @@ const Api& api() {
     sym(a, a.by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
     sym(a, a.pci_info, "nvmlDeviceGetPciInfo_v3");
     sym(a, a.compute_mode, "nvmlDeviceGetComputeMode");
+    sym(a, a.mig_mode, "nvmlDeviceGetMigMode");
     sym(a, a.link_state, "nvmlDeviceGetNvLinkState");
     sym(a, a.link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     sym(a, a.link_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
@@ -204,6 +206,8 @@ NvmlDevice nvml_device(const std::string& pci_bus_id) {
   int mode = -1;
   if (a.compute_mode && a.compute_mode(h, &mode) == 0) d.compute_mode = mode;
   read_nvlink(a, h, d);
+  unsigned mig_current = 0, mig_pending = 0;  // read only: MIG settings are never changed here
+  if (a.mig_mode && a.mig_mode(h, &mig_current, &mig_pending) == 0) d.mig_mode = mig_current ? 1 : 0;
   read_fabric(a, h, d);
   return d;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/detail/kernel_abi.hpp"
 
 namespace mori::symm {
 class Jit;
@@ -19,18 +20,13 @@ class Window;
 
 namespace mori::symm::detail {
 
-// Mirrors MoriA2aLayout in kernels/a2a.hip: two receive buffers (epoch parity) of world slots each.
-struct A2aLayout {
-  std::uint64_t chunk = 0;
-  std::uint64_t pitch = 0;
-  std::uint64_t region = 0;  // world * pitch
-  std::uint64_t signal_offset = 0;
-  std::uint64_t ll_offset = 0;  // the low-latency protocol's staging: two parity buffers of world slots
-  std::uint64_t ll_pitch = 0;   // bytes per staging slot (a2a_ll_pitch)
-};
-
+// The receive layout (A2aLayout = MoriA2aLayout) and the mutation ids are kernels/abi.hip's (kernel_abi.hpp).
 // Mutations used by the verification's own tests (MORI_FAULT a2a.no-barrier, a2a.stale, a2a.overrun).
-enum Mutation : std::uint32_t { kMutateNoWait = 1, kMutateStale = 2, kMutateOverrun = 4 };
+enum Mutation : std::uint32_t {
+  kMutateNoWait = MORI_MUTATE_NO_WAIT,
+  kMutateStale = MORI_MUTATE_STALE,
+  kMutateOverrun = MORI_MUTATE_OVERRUN
+};
 
 struct PushSpec {
   Addressing addressing = Addressing::ptr;

@@ -26,6 +26,7 @@ struct NvmlDevice {
   std::string why;                  // when not found
   std::uint32_t pci_device_id = 0;  // device id << 16 | vendor id
   int compute_mode = -1;            // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
+  int mig_mode = -1;  // current MIG mode: 1 enabled, 0 disabled, -1 unknown (never changed here)
   // NVLink: active links grouped by remote end; link_mbps per link and direction (0 = unknown).
   bool nvlink_known = false;
   std::string nvlink_why;

@@ -1,0 +1,195 @@
+// The all-to-all's plan (mori/symm/a2a_plan.hpp): every automatic choice, from the options and the facts.
+#include "mori/symm/a2a_plan.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "mori/symm/detail/text.hpp"
+#include "mori/symm/error.hpp"
+#include "references.hpp"
+
+namespace mori::symm {
+
+namespace {
+
+constexpr int kThreads = 512;
+
+int world_of(const A2aFacts& f) {
+  return std::max(f.placement.world, 1);
+}
+
+// The placement the policy tables read: the physical one, or distinct GPUs under the test-only switch. The
+// residency rule, ll's limit and the physical limit always read the physical placement.
+bool policy_one_per_device(const A2aFacts& f) {
+  return f.placement.one_rank_per_device || (f.distinct_policy && world_of(f) > 1);
+}
+bool policy_all_one_device(const A2aFacts& f) {
+  return f.placement.all_one_device && !f.distinct_policy;
+}
+
+// Programmatic launches where ranks share a device (docs/mori-a2a.md "Launches"): a successor waiting on
+// the device holds its place, and that can be the place another rank's kernel needs to reach the barrier
+// this kernel waits at (measured: 8 ranks on one H200, 64 blocks per peer, deadlocked until the bound
+// expired). Within one phase of the run every rank launches the same kernel, so the blocks that hold a
+// place while they wait are: a successor's blocks (until their own predecessor completes; a successor
+// starts only once every block of that predecessor has started, so a rank with blocks still to place has
+// none), and the one last block per launch that waits for the peers (simple, direct), or every block of a
+// launch (ll). When those cannot fill every place the device has for this kernel, a block still to place
+// always finds one:
+//   simple, direct: ranks x (grid + 1) <= places (waiting at most (ranks - 1) x grid + ranks < places)
+//   ll:             2 x ranks x grid <= places
+// A share of the multiprocessors set for MPS clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100) is not
+// in the driver's occupancy figure, so no overlap then; nor where the occupancy is unknown.
+bool overlap_cannot_starve(const A2aFacts& f, const detail::PushSpec& s) {
+  if (f.mps_thread_share || !f.resident_blocks) return false;
+  const long grid = static_cast<long>(world_of(f)) * s.blocks_per_peer;
+  const long ranks = std::max(f.placement.max_ranks_per_device, 1);
+  const long waiting = s.sync && s.protocol == Protocol::ll ? 2 * ranks * grid : ranks * (grid + 1);
+  return waiting <= f.resident_blocks(s);
+}
+
+// Ranks sharing a GPU, blocks per peer not given: the most blocks, up to one per 4 vectors per thread
+// (twice the usual), with which programmatic launches still fit, as long as that is at least half the usual
+// count; else the usual count. Measured at 8 ranks on one H200 (results/lab/h200/signal-scope/overlap-bpp/,
+// graph of 16): 256 KiB 8 blocks overlapped 10.01 / 9.94 us against 4 blocks 10.33 / 10.25; 1 MiB 8
+// overlapped 38.31 / 38.37 against 16 plain 38.73 / 38.57 (launched one by one 61.0 / 59.5 against 67.2
+// / 66.9); 4 MiB 8 overlapped 141.5 / 141.8 against 64 plain 135.7 / 136.1 (an eighth of the blocks costs
+// more than the launch gap it hides).
+int overlapping_blocks_per_peer(const A2aFacts& f, const detail::PushSpec& usual, std::size_t chunk) {
+  const int fine = auto_blocks_per_peer(f.device.multiprocessors, world_of(f), chunk, kThreads,
+                                        policy_one_per_device(f), 4);
+  detail::PushSpec t = usual;
+  for (t.blocks_per_peer = fine; t.blocks_per_peer >= std::max(1, (usual.blocks_per_peer + 1) / 2);
+       --t.blocks_per_peer)
+    if (overlap_cannot_starve(f, t)) return t.blocks_per_peer;
+  return usual.blocks_per_peer;
+}
+
+// The source loads' L2 policy (docs/mori-a2a.md "Source cache"); as_configured = false: auto's choice.
+bool source_evict_first(const A2aConfig& cfg, const A2aFacts& f, std::size_t chunk, bool as_configured) {
+  if (as_configured && cfg.source_cache != SourceCache::auto_select)
+    return cfg.source_cache == SourceCache::evict_first;
+  const int world = world_of(f);
+  return f.cache_hints &&
+         auto_source_evict_first(policy_all_one_device(f) && world > 1, world, chunk, f.device.l2_bytes);
+}
+
+}  // namespace
+
+const char* to_string(PlacementClass c) noexcept {
+  switch (c) {
+    case PlacementClass::host:
+      return "host";
+    case PlacementClass::single_rank:
+      return "single_rank";
+    case PlacementClass::one_gpu:
+      return "one_gpu";
+    case PlacementClass::one_rank_per_gpu:
+      return "one_rank_per_gpu";
+    case PlacementClass::several_ranks_per_gpu:
+      break;
+  }
+  return "several_ranks_per_gpu";
+}
+
+PlacementClass placement_class(const detail::Placement& pl) {
+  if (pl.host_runtime) return PlacementClass::host;
+  if (pl.world <= 1) return PlacementClass::single_rank;
+  if (pl.all_one_device) return PlacementClass::one_gpu;
+  if (pl.one_rank_per_device) return PlacementClass::one_rank_per_gpu;
+  return PlacementClass::several_ranks_per_gpu;
+}
+
+bool a2a_overlapping_launch_exists(const A2aFacts& f) {
+  // Programmatic dependent launch needs compute capability 9.0 (NVIDIA); elsewhere the attribute would be
+  // accepted and ignored, and the row would say "programmatic" for a plain launch.
+  if (f.platform != Platform::cuda || f.device.arch.rfind("sm_", 0) != 0) return false;
+  return std::atoi(f.device.arch.c_str() + 3) >= 90;
+}
+
+// Every block of an ll launch waits for a peer's block, so all blocks of all ranks of a device must be
+// resident at once: at most one block per multiprocessor across them (a block of 512 threads always fits).
+int a2a_ll_block_limit(const A2aFacts& f, int world) {
+  if (f.platform == Platform::host) return 65535;
+  return f.device.multiprocessors / (std::max(world, 1) * std::max(f.placement.max_ranks_per_device, 1));
+}
+
+// Device scope where every rank runs on this one NVIDIA GPU (docs/mori-a2a.md "Signal scope" says why that
+// holds, on the hardware's terms). Elsewhere a peer on another device (or the AMD path, never measured at
+// device scope) needs system scope.
+bool a2a_device_scope(const A2aConfig& cfg, const A2aFacts& f) {
+  const bool applies = f.platform == Platform::cuda && policy_all_one_device(f);
+  return applies && cfg.signal_scope != SignalScope::system;
+}
+
+void a2a_plan_refusals(const A2aConfig& cfg, const A2aFacts& f, const std::vector<int>& ranks_without_hints,
+                       const std::string& jit_arch) {
+  detail::refuse_mig(f.placement);
+  const int world = world_of(f);
+  if (a2a_ll_block_limit(f, world) < 1 &&
+      std::find(cfg.protocols.begin(), cfg.protocols.end(), Protocol::ll) != cfg.protocols.end())
+    throw UsageError(
+        "--protocol ll: " + std::to_string(world) + " ranks x " +
+        std::to_string(f.placement.max_ranks_per_device) + " ranks per GPU need more blocks than the " +
+        std::to_string(f.device.multiprocessors) +
+        " multiprocessors hold at once, and every block of an ll launch waits (use direct or simple)");
+  const bool device_applies = f.platform == Platform::cuda && policy_all_one_device(f);
+  if (cfg.signal_scope == SignalScope::device && !device_applies)
+    throw UsageError(
+        std::string("--signal-scope device: needs every rank on one NVIDIA GPU (") +
+        (f.platform != Platform::cuda ? "this runtime is not CUDA's" : "the ranks run on several devices") +
+        "); use system or auto");
+  if (cfg.source_cache == SourceCache::evict_first && !ranks_without_hints.empty())
+    throw UsageError(
+        "--source-cache evict-first: needs an NVIDIA GPU of sm_80 or newer on every rank (ranks without: " +
+        detail::join_ranks(ranks_without_hints) +
+        "; here: " + (jit_arch.empty() ? std::string("not CUDA's runtime") : "kernels for " + jit_arch) +
+        "); use normal or auto");
+}
+
+detail::PushSpec a2a_push_plan(const A2aConfig& cfg, const A2aFacts& f, Addressing a, bool sync,
+                               std::size_t chunk, Protocol proto, bool as_configured) {
+  const int world = world_of(f);
+  const bool one_per_device = policy_one_per_device(f);
+  detail::PushSpec s;
+  s.addressing = a;
+  s.sync = sync;
+  s.protocol = proto;
+  s.blocks_per_peer =
+      cfg.blocks_per_peer && as_configured
+          ? cfg.blocks_per_peer
+          : auto_blocks_per_peer(f.device.multiprocessors, world, chunk, kThreads, one_per_device);
+  if (sync && proto == Protocol::ll)
+    s.blocks_per_peer = std::min(s.blocks_per_peer, a2a_ll_block_limit(f, world));
+  if (sync && proto == Protocol::copy)
+    s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
+  s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
+  // The copy protocol's barrier keeps system scope, conservatively (docs/mori-a2a.md "Signal scope").
+  s.device_scope = a2a_device_scope(cfg, f) && sync && proto != Protocol::copy;
+  s.source_evict_first = source_evict_first(cfg, f, chunk, as_configured);
+  const bool may_overlap = cfg.overlap_launch && a2a_overlapping_launch_exists(f) &&
+                           !(sync && proto == Protocol::copy);  // the barrier's predecessor is a copy
+  if (may_overlap && !one_per_device && !(cfg.blocks_per_peer && as_configured) &&
+      !(sync && proto == Protocol::ll))
+    s.blocks_per_peer = overlapping_blocks_per_peer(f, s, chunk);
+  // One rank per GPU physically: nothing shares the device's places. Else the residency rule decides, under
+  // the distinct-GPU policy too.
+  s.overlap = may_overlap && (f.placement.one_rank_per_device || overlap_cannot_starve(f, s));
+  return s;
+}
+
+A2aChunkPlan a2a_chunk_plan(const A2aConfig& cfg, const A2aFacts& f, std::size_t chunk) {
+  A2aChunkPlan p;
+  p.chunk = chunk;
+  p.protocols = a2a_protocols(cfg, chunk, policy_one_per_device(f));
+  p.ceiling_copies = {a2a_push_plan(cfg, f, Addressing::ptr, false, chunk, Protocol::simple, false)};
+  const detail::PushSpec configured = a2a_push_plan(cfg, f, Addressing::ptr, false, chunk);
+  const auto& first = p.ceiling_copies[0];
+  if (configured.blocks_per_peer != first.blocks_per_peer || configured.unroll != first.unroll ||
+      configured.source_evict_first != first.source_evict_first)
+    p.ceiling_copies.push_back(configured);
+  p.physical = detail::physical_limit(f.placement, f.device, chunk, a2a_pitch(chunk));
+  return p;
+}
+
+}  // namespace mori::symm
