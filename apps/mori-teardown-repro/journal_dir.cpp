@@ -1,7 +1,6 @@
 // mori-teardown-repro's journal folder: claimed by one job, and the journals' write errors gathered.
 #include "journal_dir.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <filesystem>
 
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 
 namespace mori::symm::teardown {
 
@@ -51,24 +51,17 @@ std::string claim_journal_dir(Bootstrap& boot, const std::string& asked) {
   int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
   if (boot.rank() == 0) {
     fs::create_directories(dir, ec);
-    const std::string path = dir + "/" + kClaimFile;
-    const int fd = ec ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const std::string who =
+        "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
     if (ec) {
       claim[0] = 2;
       claim[1] = ec.value();
-    } else if (fd < 0) {
-      claim[0] = errno == EEXIST ? 1 : 2;
-      claim[1] = errno;
     } else {
-      const std::string who =
-          "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
-      const bool wrote = write(fd, who.data(), who.size()) == static_cast<ssize_t>(who.size());
-      const int werr = errno;
-      close(fd);
-      if (!wrote) {
-        unlink(path.c_str());
-        claim[0] = 2;
-        claim[1] = werr;
+      try {
+        write_new_file(dir + "/" + kClaimFile, who, 0644, false);
+      } catch (const FileError& e) {
+        claim[0] = e.errno_value() == EEXIST ? 1 : 2;
+        claim[1] = e.errno_value();
       }
     }
   }

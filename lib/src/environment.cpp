@@ -9,14 +9,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/nvml.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
 
@@ -28,11 +29,15 @@ std::uint64_t ns_inode(const char* path) {
   return stat(path, &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
 }
 
+// The first line of a small system file (/proc), "" where it cannot be read.
 std::string first_line(const char* path) {
-  std::ifstream f(path);
-  std::string s;
-  if (f) std::getline(f, s);
-  return s;
+  std::string text;
+  try {
+    text = read_file(path, kSystemFile);
+  } catch (const std::exception&) {
+    return {};
+  }
+  return text.substr(0, text.find('\n'));
 }
 
 void copy(char* dst, std::size_t n, const std::string& s) {
@@ -56,7 +61,13 @@ std::vector<std::string> container_hints() {
   if (exists("/.dockerenv")) h.push_back("/.dockerenv");
   if (exists("/run/.containerenv")) h.push_back("/run/.containerenv");
   if (const char* c = std::getenv("container"); c && *c) h.push_back(std::string("$container=") + c);
-  std::ifstream f("/proc/1/cgroup");
+  std::string cgroup;
+  try {
+    cgroup = read_file("/proc/1/cgroup", kSystemFile);
+  } catch (const std::exception&) {
+    // not readable here: no hint from it
+  }
+  std::istringstream f(cgroup);
   for (std::string line; std::getline(f, line);)
     for (const char* k : {"docker", "kubepods", "containerd", "libpod", "lxc"})
       if (line.find(k) != std::string::npos) {

@@ -11,13 +11,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "mori/symm/detail/poll.hpp"
 #include "mori/symm/detail/rtc.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "mori/symm/log.hpp"
 
 namespace mori::symm {
@@ -38,35 +40,8 @@ bool env_on(const char* name) {
                    "' is not a boolean (accepted: 1, 0, true, false, yes, no)");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const void* data, std::size_t n) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
-  const char* p = static_cast<const char*>(data);
-  std::size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, p + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      int err = errno;
-      close(fd);
-      throw ApiError("write(" + path + ")", __FILE__, __LINE__, errno_name(err));
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (fsync(fd) != 0) {
-    int err = errno;
-    close(fd);
-    throw ApiError("fsync(" + path + ")", __FILE__, __LINE__, errno_name(err));
-  }
-  close(fd);
+void write_file(const std::string& path, const std::string& data) {
+  write_new_file(path, data, 0600, true);
 }
 
 // A folder we may load code from: ours, and writable by nobody else. Empty string = fine, else why not.
@@ -97,7 +72,13 @@ std::string lock_holder(int fd) {
   char want[64];
   std::snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
                 static_cast<unsigned long long>(st.st_ino));
-  std::ifstream locks("/proc/locks");
+  std::string text;
+  try {
+    text = read_file("/proc/locks", kSystemFile);
+  } catch (const std::exception&) {
+    return "another process";
+  }
+  std::istringstream locks(text);
   std::string line;
   while (std::getline(locks, line)) {
     // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; lines with "->" are waiters, not holders.
@@ -189,18 +170,26 @@ Jit::Jit(std::string arch, std::string platform) : arch_(std::move(arch)), platf
   if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
     root = d;  // asked for explicitly: created when missing
   } else {
-    // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home.
+    // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home. A relative
+    // XDG_CACHE_HOME is invalid and ignored, as the XDG Base Directory specification says (it would put the
+    // cache under whatever folder the job was started in).
     std::error_code ec;
     const char* home = std::getenv("HOME");
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* xdg_env = std::getenv("XDG_CACHE_HOME");
+    const bool xdg_relative = xdg_env && *xdg_env && xdg_env[0] != '/';
+    const char* xdg = xdg_relative ? nullptr : xdg_env;
+    if (xdg_relative) spdlog::debug("jit: XDG_CACHE_HOME '{}' is not an absolute path; ignored", xdg_env);
     if (home && *home && fs::is_directory(home, ec)) {
       root = std::string(home) + "/.mori/jit";
     } else if (xdg && *xdg && fs::is_directory(xdg, ec)) {
       root = std::string(xdg) + "/mori/jit";
     } else {
-      memory_reason_ = home && *home ? "no cache folder (HOME '" + std::string(home) +
-                                           "' is not a folder; set MORI_JIT_CACHE_DIR or XDG_CACHE_HOME)"
-                                     : "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set)";
+      const std::string ignored =
+          xdg_relative ? "; XDG_CACHE_HOME '" + std::string(xdg_env) + "' is relative, so ignored" : "";
+      memory_reason_ = home && *home
+                           ? "no cache folder (HOME '" + std::string(home) + "' is not a folder" + ignored +
+                                 "; set MORI_JIT_CACHE_DIR or XDG_CACHE_HOME)"
+                           : "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set" + ignored + ")";
     }
   }
   if (!root.empty()) {
@@ -253,11 +242,53 @@ std::vector<std::string> Jit::options() {
   return o;
 }
 
-std::string Jit::source_of(const KernelSpec& spec) const {
+namespace {
+
+// The names in `#include "name"` lines of a source (angle-bracket includes are the compiler's own).
+std::vector<std::string> quoted_includes(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line[i] != '#') continue;
+    i = line.find_first_not_of(" \t", i + 1);
+    if (i == std::string::npos || line.compare(i, 7, "include") != 0) continue;
+    i = line.find_first_not_of(" \t", i + 7);
+    if (i == std::string::npos || line[i] != '"') continue;
+    const std::size_t end = line.find('"', i + 1);
+    if (end != std::string::npos && end > i + 1) names.push_back(line.substr(i + 1, end - i - 1));
+  }
+  return names;
+}
+
+constexpr std::size_t kMaxKernelHeaders = 64;
+
+}  // namespace
+
+KernelSource Jit::source_of(const KernelSpec& spec) const {
   const std::string dir = kernel_dir();
   if (spec.file.find('/') != std::string::npos) throw UsageError("kernel file names carry no folder");
-  return read_file(dir + "/prelude.hip") + "\n#line 1 \"" + spec.file + "\"\n" +
-         read_file(dir + "/" + spec.file);
+  KernelSource s;
+  s.text = read_file(dir + "/prelude.hip", kKernelSource) + "\n#line 1 \"" + spec.file + "\"\n" +
+           read_file(dir + "/" + spec.file, kKernelSource);
+  // Headers the sources include from the kernel folder are read here, through the same reader, and handed to
+  // the compiler by name: it never opens a file of the kernel folder itself, and they are part of the key.
+  std::vector<std::string> pending = quoted_includes(s.text);
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    if (!seen.insert(name).second) continue;
+    if (seen.size() > kMaxKernelHeaders)
+      throw UsageError("kernel sources in '" + dir + "' include more than " +
+                       std::to_string(kMaxKernelHeaders) + " headers");
+    std::string text;
+    if (!read_file_if_present(name[0] == '/' ? name : dir + "/" + name, kKernelSource, text)) continue;
+    for (auto& n : quoted_includes(text)) pending.push_back(std::move(n));
+    s.headers.emplace_back(name, std::move(text));
+  }
+  return s;
 }
 
 bool Jit::precompile_requested() {
@@ -268,8 +299,11 @@ std::string Jit::key_of(const KernelSpec& spec) {
   return key_of(spec, source_of(spec));
 }
 
-std::string Jit::key_of(const KernelSpec& spec, const std::string& source) {
-  std::vector<std::string> parts = {source, compiler().name(), compiler().version(), arch_, platform_};
+std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
+  // Without headers the key is that of the source alone, as before headers were read.
+  std::string text = source.text;
+  for (const auto& [name, body] : source.headers) text += std::string(1, '\0') + name + '\0' + body;
+  std::vector<std::string> parts = {text, compiler().name(), compiler().version(), arch_, platform_};
   for (const auto& o : options()) parts.push_back(o);
   for (const auto& i : spec.instantiations) parts.push_back(i);
   return hash_hex(parts) + hash_hex({parts[0], spec.file});
@@ -286,9 +320,9 @@ bool load_entry(const std::string& root, const std::string& entry, const KernelS
   std::string image, names, manifest;
   if (why.empty()) {
     try {
-      image = read_file(entry + "/image.bin");
-      names = read_file(entry + "/names.txt");
-      manifest = read_file(entry + "/manifest");
+      image = read_file(entry + "/image.bin", kJitCacheFile);
+      names = read_file(entry + "/names.txt", kJitCacheFile);
+      manifest = read_file(entry + "/manifest", kJitCacheFile);
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -313,37 +347,28 @@ bool load_entry(const std::string& root, const std::string& entry, const KernelS
 // The per-key lock: one process compiles, the others wait (bounded by --timeout-s) and then load.
 class EntryLock {
  public:
-  EntryLock(const std::string& path, const std::string& file) {
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw ApiError("open(" + path + ")", __FILE__, __LINE__, errno_name(errno));
-    try {
-      wait(path, file);
-    } catch (...) {
-      close(fd_);
-      throw;
-    }
+  EntryLock(const std::string& path, const std::string& file) : file_(path) {
+    wait(path, file);
     spdlog::debug("jit: lock {} taken", path);
   }
-  ~EntryLock() {
-    flock(fd_, LOCK_UN);
-    close(fd_);
-  }
+  ~EntryLock() { flock(file_.fd(), LOCK_UN); }
   EntryLock(const EntryLock&) = delete;
   EntryLock& operator=(const EntryLock&) = delete;
 
  private:
   void wait(const std::string& path, const std::string& file) {
+    const int fd = file_.fd();
     const double bound = g_wait_bound_s;
     const auto waiting_since = Clock::now();
     bool said = false;
     const bool locked = detail::poll_until(
         [&] {
-          if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+          if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
           if (errno != EWOULDBLOCK && errno != EINTR)
             throw ApiError("flock(" + path + ")", __FILE__, __LINE__, errno_name(errno));
           if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
             spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
-                         path, lock_holder(fd_), file);
+                         path, lock_holder(fd), file);
             said = true;
           }
           return false;
@@ -351,11 +376,11 @@ class EntryLock {
         detail::deadline_after(bound), detail::Backoff::sleeping(std::chrono::milliseconds(2)));
     if (!locked)
       throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + path + " held by " +
-                         lock_holder(fd_) + " (another process compiling " + file +
+                         lock_holder(fd) + " (another process compiling " + file +
                          "); --timeout-s bounds it");
   }
 
-  int fd_ = -1;
+  LockFile file_;
 };
 
 // Publishes a compiled entry: writes a private folder, then renames it into place in one step. A failure is a
@@ -367,10 +392,10 @@ void publish_entry(const std::string& root, const std::string& entry, const Comp
     MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
     const std::string names = names_text(out.lowered);
     const std::string image(out.image.begin(), out.image.end());
-    write_file(tmp + "/image.bin", image.data(), image.size());
-    write_file(tmp + "/names.txt", names.data(), names.size());
+    write_file(tmp + "/image.bin", image);
+    write_file(tmp + "/names.txt", names);
     const std::string manifest = manifest_text(image, names);
-    write_file(tmp + "/manifest", manifest.data(), manifest.size());
+    write_file(tmp + "/manifest", manifest);
     if (rename(tmp.c_str(), entry.c_str()) != 0) {
       std::error_code ec;
       fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
@@ -387,7 +412,7 @@ void publish_entry(const std::string& root, const std::string& entry, const Comp
 CompiledKernels Jit::get(const KernelSpec& spec) {
   const bool verbose = env_on("MORI_JIT_VERBOSE");
   const bool disabled = env_on("MORI_DISABLE_JIT");
-  const std::string source = source_of(spec);
+  const KernelSource source = source_of(spec);
   CompiledKernels out;
   out.key = key_of(spec, source);
   const auto t0 = Clock::now();
@@ -400,18 +425,19 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
     if (verbose)
       spdlog::info("jit: compiling {} [{}] for {} ({}) key {}", spec.file, spec.instantiations.size(), arch_,
                    where, out.key);
-    auto r = compiler().compile(source, spec.file, spec.instantiations, options());
+    auto r = compiler().compile(source.text, spec.file, source.headers, spec.instantiations, options());
     if (!r.log.empty() && verbose) spdlog::info("jit: compiler log for {}:\n{}", spec.file, r.log);
     out.image = std::move(r.image);
     out.lowered = std::move(r.lowered);
     if (verbose) spdlog::info("jit: compiled {} in {:.1f} ms", spec.file, ms_since(t0));
   };
 
-  if (root_.empty()) {
+  auto in_memory = [&] {
     compile("in memory");
     stats_.push_back({spec.file, out.key, "memory", ms_since(t0), image_hash(out)});
     return out;
-  }
+  };
+  if (root_.empty()) return in_memory();
 
   const std::string entry = root_ + "/" + out.key;
   auto try_load = [&] { return load_entry(root_, entry, spec, out); };
@@ -425,7 +451,17 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   };
   if (try_load()) return loaded();
   // One process compiles; the others wait on the lock (bounded by --timeout-s) and then load.
-  const EntryLock lock(root_ + "/" + out.key + ".lock", spec.file);
+  std::optional<EntryLock> lock;
+  try {
+    lock.emplace(root_ + "/" + out.key + ".lock", spec.file);
+  } catch (const FileError& e) {
+    // The cache folder went away under the job (removed, unmounted): like a failed publish, a warning. This
+    // kernel and the ones after it compile in memory.
+    memory_reason_ = "the cache folder " + root_ + " went away during the job: " + e.what();
+    spdlog::warn("jit: compiling {} in memory: {}", spec.file, memory_reason_);
+    root_.clear();
+    return in_memory();
+  }
   if (try_load()) return loaded();
   compile("cold");
   publish_entry(root_, entry, out, spec.file);

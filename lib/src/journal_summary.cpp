@@ -6,11 +6,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "mori/symm/log.hpp"
 
 namespace mori::symm {
@@ -294,11 +294,8 @@ std::vector<ScenarioSummary> summarize_journals(const std::string& dir,
     int rank = 0;
     if (!parse_num(name.substr(5, name.size() - 5 - 8), rank) || rank < 0) continue;
     ++journals;
-    std::ifstream in(entry.path(), std::ios::binary);
-    if (!in) throw ApiError("open(" + entry.path().string() + ")", __FILE__, __LINE__, errno_name(errno));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (set.read(name, rank, ss.str()) == 0) set.unattached.emplace_back(rank, name + ": empty journal");
+    const std::string text = read_file(entry.path().string(), kTeardownJournal);
+    if (set.read(name, rank, text) == 0) set.unattached.emplace_back(rank, name + ": empty journal");
   }
   if (journals == 0) throw UsageError("--summarize: no rank-*.journal files in '" + dir + "'");
 

@@ -51,10 +51,18 @@ class RtcCompiler final : public RuntimeCompiler {
   std::string arch_option(const std::string& arch) const override { return library_.arch_option + arch; }
 
   RtcOutput compile(const std::string& source, const std::string& file_name,
+                    const std::vector<std::pair<std::string, std::string>>& headers,
                     const std::vector<std::string>& name_expressions,
                     const std::vector<std::string>& options) const override {
     RtcApi::Program prog = nullptr;
-    check(api_.create(&prog, source.c_str(), file_name.c_str(), 0, nullptr, nullptr), "CreateProgram");
+    std::vector<const char*> header_texts, header_names;
+    for (const auto& [name, text] : headers) {
+      header_names.push_back(name.c_str());
+      header_texts.push_back(text.c_str());
+    }
+    check(api_.create(&prog, source.c_str(), file_name.c_str(), static_cast<int>(headers.size()),
+                      header_texts.data(), header_names.data()),
+          "CreateProgram");
     RtcOutput out;
     try {
       for (const auto& n : name_expressions) check(api_.add_name(prog, n.c_str()), "AddNameExpression");

@@ -12,6 +12,7 @@
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
@@ -92,9 +93,19 @@ void check_same_options(Bootstrap& boot, const std::vector<std::string>& argv) {
   throw UsageError(s + "; every rank must run with the same options");
 }
 
+// A report or table lost on stdout (a full disk, a closed pipe or stdout) turns a success into exit 3, with
+// one line naming the error (docs/reliability.md, "Files the tools read and write").
+int checked_stdout(const std::string& tool, int code) {
+  const std::string lost = finish_stdout();
+  if (lost.empty()) return code;
+  std::fprintf(stderr, "%s: error (%s): %s\n", tool.c_str(), rank_tag().c_str(), lost.c_str());
+  return code == 0 ? static_cast<int>(ExitCode::runtime) : code;
+}
+
 }  // namespace
 
 int tool_main(int argc, char** argv, const ToolSpec& spec) {
+  guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
   MpiSession session(&argc, &argv);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -116,10 +127,10 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
       if (world_rank == 0) std::printf("%s", app.help().c_str());
-      return session.finish_with(0, end_bound);
+      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
     } catch (const CLI::CallForVersion& e) {
       if (world_rank == 0) std::printf("%s\n", e.what());
-      return session.finish_with(0, end_bound);
+      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
     } catch (const CLI::ParseError& e) {
       throw UsageError(e.what());
     }
@@ -129,10 +140,11 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     try {
       if (spec.validate) spec.validate();
     } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
-      return session.finish_with(0, end_bound);
+      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
     }
     end_bound = std::min(env.common.timeout_s, 5.0);
     set_jit_wait_bound(env.common.timeout_s);
+    set_file_bound(env.common.timeout_s);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
     check_same_options(*env.boot, env.argv);
@@ -159,6 +171,7 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
     code = static_cast<int>(ExitCode::runtime);
   }
+  code = checked_stdout(spec.name, code);
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
   env.rt.reset();
   env.boot.reset();

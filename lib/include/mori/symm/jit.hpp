@@ -2,12 +2,14 @@
 // hiprtc, with a shared on-disk cache that several processes can fill at once.
 //
 // Cache entry: <root>/<arch>_<platform>/<key>/{image.bin, names.txt, manifest}; key = hash of every source
-// byte (the prelude included), the compiler and its version, the options and the instantiations. Entries are
-// published by an atomic rename; a per-key flock makes N processes compile each entry once. A truncated or
-// corrupt entry (manifest size/hash mismatch) is rebuilt. A root that is not ours or is group/world-writable
-// is refused, and an unwritable one is skipped: both compile in memory with one warning. A symlinked root is
-// followed (the checks apply to its target). The default root is $HOME/.mori/jit, or $XDG_CACHE_HOME/mori/jit
-// when $HOME is not a folder; a missing home is never created.
+// byte (the prelude and the headers it includes from the kernel folder), the compiler and its version, the
+// options and the instantiations. Entries are published by an atomic rename; a per-key flock makes N
+// processes compile each entry once. A truncated or corrupt entry (manifest size/hash mismatch) is rebuilt. A
+// root that is not ours or is group/world-writable is refused, and an unwritable one is skipped: both compile
+// in memory with one warning. A symlinked root is followed (the checks apply to its target). The default root
+// is $HOME/.mori/jit, or $XDG_CACHE_HOME/mori/jit when $HOME is not a folder (a relative $XDG_CACHE_HOME is
+// ignored, as the XDG Base Directory specification says); a missing home is never created. A cache folder
+// that goes away while a job compiles is a warning: the kernels are compiled in memory.
 //
 // Environment: MORI_JIT_CACHE_DIR, MORI_DISABLE_JIT=1 (fail unless cached), MORI_JIT_VERBOSE=1 (commands and
 // timings), MORI_GPU_ARCHS (override the arch; a list for precompiling), MORI_KERNEL_DIR (kernel sources).
@@ -16,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mori/symm/json.hpp"
@@ -41,6 +44,14 @@ struct JitEntryStats {
   std::string image_hash;  // of the code image, to compare what several processes got
 };
 
+// A kernel as the compiler sees it: the prelude and the kernel file in one text, and every header they
+// include
+// (`#include "name"`) from the kernel folder, by name. All of it is read through read_file (files.hpp).
+struct KernelSource {
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> headers;  // include name -> its text
+};
+
 struct CompiledKernels {
   std::vector<char> image;
   std::map<std::string, std::string> lowered;  // instantiation -> symbol
@@ -59,7 +70,7 @@ class Jit {
   CompiledKernels get(const KernelSpec& spec);
   // The cache key of a spec without compiling (needs the compiler's version).
   std::string key_of(const KernelSpec& spec);
-  std::string key_of(const KernelSpec& spec, const std::string& source);
+  std::string key_of(const KernelSpec& spec, const KernelSource& source);
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
   const std::string& arch() const noexcept { return arch_; }
@@ -69,7 +80,7 @@ class Jit {
 
  private:
   detail::RuntimeCompiler& compiler();
-  std::string source_of(const KernelSpec& spec) const;
+  KernelSource source_of(const KernelSpec& spec) const;
   std::vector<std::string> options();
 
   std::string arch_, platform_;

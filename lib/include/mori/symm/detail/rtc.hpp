@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mori::symm::detail {
@@ -23,7 +24,9 @@ class RuntimeCompiler {
   // The arch option as this compiler wants it ("--gpu-architecture=sm_90", "--offload-arch=gfx942").
   virtual std::string arch_option(const std::string& arch) const = 0;
   // Throws ApiError with the compiler's error name and log.
+  // headers: (include name, text) pairs the source may include; the compiler opens no file for them.
   virtual RtcOutput compile(const std::string& source, const std::string& file_name,
+                            const std::vector<std::pair<std::string, std::string>>& headers,
                             const std::vector<std::string>& name_expressions,
                             const std::vector<std::string>& options) const = 0;
 };
