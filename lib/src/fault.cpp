@@ -18,7 +18,7 @@ constexpr const char* kKnownPoints[] = {
     "rendezvous.import",   "rendezvous.mapped",      "a2a.timed",
     "a2a.no-launch",       "a2a.no-barrier",         "a2a.stale",
     "a2a.overrun",         "a2a.announce",           "journal.full",
-    "matrix.no-pong",      "matrix.short-write",
+    "matrix.no-pong",      "matrix.short-write",     "matrix.slow-pair",
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
