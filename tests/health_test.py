@@ -117,6 +117,6 @@ for label, content in (("not JSON", "{ nope"),
     check(f"malformed expectations ({label}) exit 2 naming the file", rc == 2 and bad in out and doc is None, out)
 rc, out, doc = run(2, ["--expect", os.path.join(TMP, "missing.json")], name="bad-out.json")
 check("a missing expectations file exits 2 naming it", rc == 2 and "missing.json" in out, out)
-rc, out, _ = tool_job(MPIRUN, 1, PROBE, ["--expect", impossible])
+rc, out = tool_job(MPIRUN, 1, PROBE, ["--expect", impossible])
 check("--expect without --health is a usage error", rc == 2 and "--expect" in out, out)
 finish()

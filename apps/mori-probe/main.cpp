@@ -523,9 +523,9 @@ int run(ToolEnv& env, const Options& o) {
       std::printf("diagnoses: %s\n%s", diagnoses.empty() ? "none" : "", format_diagnoses(diagnoses).c_str());
       if (o.matrix) print_matrix(doc["matrix"]);
       if (o.health) {
-        std::printf("health (expectations: %s):\n%s", o.expectations.files.empty() ? "none" : "",
-                    format_health(health).c_str());
+        std::printf("health:\n%s", format_health(health).c_str());
         for (const auto& f : o.expectations.files) std::printf("  expectations: %s\n", f.c_str());
+        if (o.expectations.files.empty()) std::printf("  expectations: none found\n");
         std::printf("health: %s\n", has_failure(health) ? "FAIL" : "ok (no check failed)");
       }
     }

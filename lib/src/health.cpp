@@ -33,6 +33,7 @@ std::string pair_name(const PairFact& r) {
 }
 
 std::string pair_where(const PairFact& r) {
+  if (r.src_pci.empty() && r.dst_pci.empty() && r.links < 0) return "PCI ids and links unknown";
   std::string s = "PCI " + (r.src_pci.empty() ? std::string("?") : r.src_pci) + " -> " +
                   (r.dst_pci.empty() ? std::string("?") : r.dst_pci);
   if (r.links >= 0)
@@ -231,7 +232,7 @@ std::vector<HealthCheck> check_links(const std::vector<DeviceLinks>& devices, in
   std::vector<HealthCheck> out;
   const std::string src = "NVML, read before and after the measurement";
   for (const auto& d : devices) {
-    const std::string who = "GPU " + d.pci;
+    const std::string who = d.pci == "host" ? std::string("host runtime") : "GPU " + d.pci;
     if (!d.before.known || !d.after.known) {
       const std::string why = !d.before.known ? d.before.why : d.after.why;
       for (const char* id : {"nvlink.links_up", "nvlink.replay_errors", "nvlink.crc_errors", "xid.events"})
@@ -370,7 +371,8 @@ Expectations parse_expectations(const Json& doc, const std::string& name) {
     }
     for (const char* key : {"world", "chunk_bytes"}) {
       if (!j.contains(key)) continue;
-      if (!j[key].is_number_unsigned()) bad(at + "." + key + " must be a non-negative integer");
+      if (!j[key].is_number_integer() || j[key].get<long long>() < 0)
+        bad(at + "." + key + " must be a non-negative integer");
       if (std::string(key) == "world")
         x.world = j[key].get<int>();
       else
