@@ -116,9 +116,9 @@ const char* to_string(Placement p) noexcept {
 OutlierLimits host_outlier_limits() {
   OutlierLimits l;
   l.warn = 0.25;
-  l.fail = 0.10;
+  l.fail = 0.05;
   l.latency_can_fail = false;
-  l.source = "rule: host runtime (memcpy on shared cores, not performance): 0.25 / 0.10 of the median";
+  l.source = "rule: host runtime (memcpy on shared cores, not performance): 0.25 / 0.05 of the median";
   return l;
 }
 

@@ -37,7 +37,7 @@ struct OutlierLimits {
   std::string source = "rule: 0.92 / 0.85 of the median, from the spread of the committed matrices";
 };
 // The host runtime's memcpy and ping-pong on shared cores are not performance: only gross outliers count
-// there (bandwidth below 0.25 x warns, below 0.10 x fails; latency at most warns).
+// there (bandwidth below 0.25 x warns, below 0.05 x fails; latency at most warns).
 OutlierLimits host_outlier_limits();
 
 // One row of the peer matrix, as the checks see it (read from peer_matrix's JSON by pair_facts).
