@@ -135,7 +135,7 @@ __device__ __forceinline__ uint4 mori_load_source(const uint4* p, u64 policy) {
 // flight per thread before its stores, evict-first loads with kEvictFirst; the chunk's last (chunk % 16)
 // bytes one byte per thread of part 0. Honours the stale (no stores) and overrun (16 bytes past the chunk)
 // mutations. (The choice is a template parameter: a runtime branch here cost 2% at 256 KiB,
-// results/h200/source-cache/.)
+// results/lab/h200/source-cache/.)
 template <int kUnroll, bool kEvictFirst>
 __device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u64 chunk, int part,
                                                 int blocks_per_peer, u32 mutate) {

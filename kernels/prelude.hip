@@ -172,8 +172,10 @@ __device__ __forceinline__ void mori_bulk_wait_all() {
 #endif
 #elif defined(MORI_KERNEL_PLATFORM_amd)
 // ---- AMD (hiprtc) ---------------------------------------------------------------------------------------------
+// 64 on CDNA (gfx9), 32 on RDNA. No kernel uses it (docs/amd.md "The 64-lane wavefront"; scripts/amd-wave-check):
+// warpSize is not a compile-time constant in newer ROCm, so it must not size an array or a template argument.
 #define MORI_WAVE_SIZE warpSize
-#define MORI_WALLCLOCK_HZ 100000000ull
+#define MORI_WALLCLOCK_HZ 100000000ull  // gfx90a, gfx942: 100 MHz (docs/amd.md: others may differ)
 __device__ __forceinline__ u64 mori_now_ns() { return wall_clock64() * (1000000000ull / MORI_WALLCLOCK_HZ); }
 // AMD keeps system scope whatever `dev` says: device scope there was never measured (docs/mori-a2a.md
 // "Signal scope").

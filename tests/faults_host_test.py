@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/h200-faults on the host runtime (no GPU): no-launch, a rank dying between rendezvous steps and a rank
+"""scripts/faults on the host runtime (no GPU): no-launch, a rank dying between rendezvous steps and a rank
 SIGKILLed in the device-sync timed loop, 4 ranks. Every case: the job fails (mpirun non-zero) within T + 5 s of
 the fault, the faulty rank (1) is named by the survivors or mpirun, the bystander job and the all-to-all after
 the case run clean, nothing of the run is left (processes, sockets, /dev/shm, temp files), and ok is the
@@ -35,7 +35,7 @@ CASES = ["no-launch", "die-in-rendezvous", "kill-timed-device"]
 def suite(tmp, name, extra, timeout=240):
     """(exit code, output, document or None) of one run of the suite."""
     out_json = os.path.join(tmp, f"{name}.json")
-    cmd = [sys.executable, os.path.join(ROOT, "scripts", "h200-faults"), "--backend", "host", "--bin", BIN,
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "faults"), "--backend", "host", "--bin", BIN,
            "--worlds", "4", "--timeout-s", str(T), "--bystander-chunk-kib", "16", "--mpirun", shlex.join(MPIRUN),
            # The signal 0.1 s after the announcement: the host timed loop lasts well under 1 s on a fast machine.
            "--settle-s", "0.1",
@@ -168,10 +168,10 @@ def budget_runs(tmp):
 def main():
     with tempfile.TemporaryDirectory(prefix="mori-faults-test-") as tmp:
         rc, out, doc = suite(tmp, "faults", ["--cases", ",".join(CASES)])
-        check(f"h200-faults --backend host exits 0 (got {rc})", rc == 0, out)
+        check(f"faults --backend host exits 0 (got {rc})", rc == 0, out)
         if doc is not None:
-            check("schema mori.faults/1, tool h200-faults, host backend, one case per requested case, none skipped",
-                  doc.get("schema") == "mori.faults/1" and doc["meta"]["tool"] == "h200-faults" and
+            check("schema mori.faults/1, tool faults, host backend, one case per requested case, none skipped",
+                  doc.get("schema") == "mori.faults/1" and doc["meta"]["tool"] == "faults" and
                   doc["meta"]["backend"] == "host" and [c["name"] for c in doc["cases"]] == CASES and
                   doc.get("skipped") == [] and doc.get("budget", {}).get("budget_s") == 420, json.dumps(doc)[:3000])
             for c in doc["cases"]:

@@ -7,14 +7,15 @@ CASE:
   probe     mori-probe --backend gpu does every step of its chosen handle type (posix_fd or fabric) on every
             device; with 2+ GPUs, --deep finds every pair reachable
   a2a       mori-a2a --backend gpu at 2 ranks (one per GPU with 2+ GPUs, else both on GPU 0 under MPS),
-            --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration
+            --sync device --graph 4 --protocol all: exit 0, wrong 0 in every configuration; at the defaults, graph
+            rows of 16 and one best line per chunk
   mutants   the unmutated run passes; MORI_FAULT=a2a.no-barrier:*, a2a.stale:1, a2a.overrun:* each exit 1 with
             "wrong" > 0 under each protocol (simple, direct, ll, copy)
   teardown  mori-teardown-repro at 2 ranks on the GPU: ordered -> ok, free-before-unmap -> api_error
   jit       a fresh MORI_JIT_CACHE_DIR: the first run compiles, the second loads from the cache (same keys and
             images), a third with MORI_DISABLE_JIT=1 still runs
-With one GPU and no MPS daemon active, the 2-rank cases start a private one (scripts/mps, its own pipe and log
-folders under a temporary folder) and stop it afterwards; an MPS daemon already active is used and left running.
+With one GPU and no MPS daemon active, the 2-rank cases start a private one (scripts/mori_mps.py, its own pipe and
+log folders under a temporary folder) and stop it afterwards; an MPS daemon already active is used and left running.
 """
 import glob
 import json
@@ -35,7 +36,8 @@ if len(sys.argv) < 4 or sys.argv[1] not in CASES:
     sys.exit(2)
 CASE, BIN, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-MPS = os.path.join(ROOT, "scripts", "mps")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import mori_mps  # noqa: E402
 PROBE = os.path.join(BIN, "mori-probe")
 A2A = os.path.join(BIN, "mori-a2a")
 TEARDOWN = os.path.join(BIN, "mori-teardown-repro")
@@ -116,46 +118,29 @@ def gpus(tmp):
 
 
 class TwoRanks:
-    """Where 2 ranks go: one per GPU with 2+ GPUs; otherwise both on GPU 0 under MPS (an active daemon, or a
-    private one started here and stopped by stop())."""
+    """Where 2 ranks go: one per GPU with 2+ GPUs; otherwise both on GPU 0 under MPS (scripts/mori_mps.py: the
+    daemon the environment names, or a private one started here and stopped by stop())."""
 
     def __init__(self, count, node, tmp):
-        self.env, self.private, self.ok = {}, None, True
+        self.env, self.placement, self.ok = {}, None, True
         if count >= 2:
             self.what = "2 ranks, one per GPU"
             return
-        if node.get("mps_active"):
+        if node.get("mps_active") and mori_mps.active_daemon() is None:
             self.what = "2 ranks on one GPU, under the MPS daemon already active"
             return
-        rc, out = run([MPS, "status"], timeout=30)
-        if rc == 0:
-            rc, out = run([MPS, "start"], timeout=60)
-            self.env = self.exports(out)
-            self.what = f"2 ranks on one GPU, under the MPS daemon already running ({out.strip()})"
-            return
-        self.private = os.path.join(tmp, "mps")
-        rc, out = run([MPS, "start"], env={"MORI_MPS_DIR": self.private}, timeout=60)
-        self.env = self.exports(out)
-        self.ok = rc == 0 and "CUDA_MPS_PIPE_DIRECTORY" in self.env
-        if not self.ok:  # the folder goes with this test's temporary folder: show the daemon's log now
-            for f in sorted(glob.glob(os.path.join(self.private, "log", "*"))):
-                with open(f, errors="replace") as fh:
-                    out += f"\n--- {f}\n{fh.read()[-2000:]}"
-        self.what = f"2 ranks on one GPU, under a private MPS daemon ({self.private})"
-        check(f"a private MPS daemon starts (scripts/mps start, MORI_MPS_DIR={self.private})", self.ok, out)
-
-    @staticmethod
-    def exports(out):
-        line = next((ln for ln in out.splitlines() if ln.startswith("export ")), "")
-        return dict(kv.split("=", 1) for kv in line[len("export "):].split() if "=" in kv)
+        self.placement = mori_mps.Placement(2, gpu=0, base=os.path.join(tmp, "mps"))
+        self.what = self.placement.describe()
+        try:
+            self.placement.start()
+            self.env, out = self.placement.env(), ""
+        except mori_mps.MpsError as e:  # the folder goes with this test's temporary folder: show the log now
+            self.ok, out = False, f"{e}\n{self.placement.daemon.log_tail()}"
+        check(f"MPS for 2 ranks on one GPU ({self.what})", self.ok, out)
 
     def stop(self):
-        if not self.private:
-            return
-        rc, out = run([MPS, "stop"], env={"MORI_MPS_DIR": self.private}, timeout=60)
-        rc2, out2 = run([MPS, "status"], env={"MORI_MPS_DIR": self.private}, timeout=30)
-        if self.ok:  # (after a failed start: stopped all the same, in case it half came up)
-            check("the private MPS daemon stops", rc == 0 and rc2 != 0, out + out2)
+        if self.placement and self.placement.started:
+            check("the private MPS daemon stops", self.placement.stop(), self.placement.daemon.log_tail())
 
     def placement_ok(self, doc, count):
         """The report's own account of where the ranks ran matches what was asked."""
@@ -223,6 +208,15 @@ def case_a2a(tmp, count, where):
     graphs = {(r.get("addressing"), r.get("chunk_bytes")) for r in res if r.get("graph") and r.get("graph_iters") == 4}
     check(f"graph replays of 4 iterations ran for both addressing models and both chunks ({sorted(graphs)})",
           len(graphs) == 4 and all(r.get("total_bw_gbps", 0) > 0 for r in res), out)
+    # The defaults (the main job as typed): device sync also replayed in a graph of 16, and one best line per chunk.
+    rc, doc2, out2 = a2a_job(tmp, "a2a-default", where, ["--chunk-kib", "256"])
+    res2 = doc2.get("results", []) if doc2 else []
+    best = doc2.get("best", []) if doc2 else []
+    check("the defaults also measure device sync in a graph of 16 and end with one best line per chunk: "
+          f"exit {rc}, {len(best)} best entries",
+          rc == 0 and any(r.get("graph") and r.get("graph_iters") == 16 for r in res2) and
+          (doc2 or {}).get("config", {}).get("graph_auto") is True and len(best) == 1 and
+          best[0].get("chunk_bytes") == 256 << 10 and out2.count("# best  chunk 262144 B:") == 1, out2)
     # Device-scope signals exactly where both ranks share one GPU, and never for the copy protocol's barrier.
     shared = count < 2 and (doc or {}).get("meta", {}).get("platform") == "cuda"  # AMD: system scope always
     want = {p: ("device" if shared and p != "copy" else "system") for p in ("simple", "direct", "ll", "copy")}

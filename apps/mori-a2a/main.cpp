@@ -4,6 +4,7 @@
 #include <map>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/a2a_summary.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/fds.hpp"
 #include "mori/symm/log.hpp"
@@ -26,6 +27,7 @@ struct Options {
   std::string source_cache = "auto";
   int cycles = 1;
   std::string stride_quantum = "0";
+  std::string graph = "auto";  // --graph: "auto" (default_graph_iters) or K
   A2aConfig cfg;
 };
 
@@ -89,6 +91,15 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
                   100.0 * (v.second - v.first) / v.first);
 }
 
+// --graph: auto (resolved in run(), once the runtime is known; validated here as off) or a count.
+int parse_graph(const std::string& text) {
+  if (text == "auto") return 0;
+  const bool digits =
+      !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) throw UsageError("--graph: must be in 0..10000, or auto (got '" + text + "')");
+  return std::stoi(text);
+}
+
 Json config_json(const Options& o, const ToolEnv& env) {
   Json cfg;
   Json chunks = Json::array();
@@ -101,6 +112,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["signal_scope"] = o.signal_scope;
   cfg["source_cache"] = o.source_cache;
   cfg["graph"] = o.cfg.graph;
+  cfg["graph_auto"] = o.graph == "auto";
   cfg["blocks_per_peer"] = o.cfg.blocks_per_peer;
   cfg["unroll"] = o.cfg.unroll;
   cfg["warmup"] = o.cfg.warmup;
@@ -128,6 +140,9 @@ Json cycle_json(ToolEnv& env, int cycle, std::uint64_t wrong) {
 }
 
 int run(ToolEnv& env, Options& o) {
+  // --graph auto: device sync in a graph wherever a GPU runtime measures device sync (docs/mori-a2a.md "The
+  // best mode"); the host runtime has no graphs, so its default stays cheap.
+  if (o.graph == "auto") o.cfg.graph = default_graph_iters(o.cfg, env.rt->platform() == Platform::host);
   Json doc;
   doc["schema"] = "mori.a2a/2";
   std::vector<A2aResult> results;
@@ -157,8 +172,15 @@ int run(ToolEnv& env, Options& o) {
   doc["results"] = rs;                       // of the last cycle
   if (o.cycles > 1) doc["cycles"] = cycles;  // this rank's (rank 0's in the file)
   doc["wrong"] = wrong;
+  const auto best = a2a_best_modes(results);
+  Json summary = Json::array();
+  for (const auto& b : best) summary.push_back(to_json(b));
+  doc["best"] = summary;
   if (env.is_root()) {
-    if (env.common.json != "-") print_table(results, env.boot->world(), time_sliced);
+    if (env.common.json != "-") {
+      print_table(results, env.boot->world(), time_sliced);
+      for (const auto& b : best) std::printf("# %s\n", format_best(b).c_str());
+    }
     if (!env.common.json.empty()) write_json(env.common.json, doc);
     if (wrong)
       std::fprintf(stderr, "mori-a2a: %llu wrong element(s)\n", static_cast<unsigned long long>(wrong));
@@ -200,8 +222,10 @@ int main(int argc, char** argv) {
                    "L2 policy of the kernels' source loads: normal | evict-first (NVIDIA sm_80+) | auto "
                    "(evict-first where ranks share one GPU and their working set exceeds its L2)")
         ->capture_default_str();
-    app.add_option("--graph", o.cfg.graph,
-                   "Also capture K iterations (push + device barrier) in a graph; 0 = off")
+    app.add_option(
+           "--graph", o.graph,
+           "Also capture K iterations (push + device barrier) in a graph; 0 = off; auto = 16 on a GPU "
+           "where device sync is measured, else off")
         ->capture_default_str();
     app.add_option("--blocks-per-peer", o.cfg.blocks_per_peer, "Blocks per destination (0 = auto)")
         ->capture_default_str();
@@ -247,6 +271,7 @@ int main(int argc, char** argv) {
     o.cfg.source_cache = parse_source_cache(o.source_cache);
     if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
     o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
+    o.cfg.graph = parse_graph(o.graph);
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     validate_a2a(o.cfg, world, 0, false);

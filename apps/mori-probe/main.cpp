@@ -94,15 +94,28 @@ int precompile(ToolEnv& env, const Options& o) {
     if (arch.rfind("sm_", 0) != 0 && arch.rfind("gfx", 0) != 0)
       throw UsageError("--archs: '" + arch + "' is not an arch like sm_90 or gfx942");
     Jit jit(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd");
+    Json instantiations = Json::object();
     for (const auto& spec : kernel_catalog(arch)) {
       jit.get(spec);
+      instantiations[spec.file] = spec.instantiations.size();
       if (env.is_root()) {
         const auto& st = jit.stats().back();
-        std::printf("%-8s %-10s %-9s %8.1f ms  key %s\n", arch.c_str(), spec.file.c_str(), st.source.c_str(),
-                    st.ms, st.key.c_str());
+        std::printf("%-8s %-10s %-9s %8.1f ms  key %s  (%zu instantiations)\n", arch.c_str(),
+                    spec.file.c_str(), st.source.c_str(), st.ms, st.key.c_str(), spec.instantiations.size());
       }
     }
-    out.push_back(jit.stats_json());
+    // What this arch does not get, by design (docs/amd.md "Which kernels exist for which vendor").
+    Json left_out = Json::array();
+    for (const auto& k : kernels_left_out(arch)) {
+      left_out.push_back({{"file", k.file}, {"instantiation", k.instantiation}, {"needs", k.needs}});
+      if (env.is_root())
+        std::printf("%-8s %-10s left out: %s (needs %s)\n", arch.c_str(), k.file.c_str(),
+                    k.instantiation.c_str(), k.needs.c_str());
+    }
+    Json arch_doc = jit.stats_json();
+    arch_doc["instantiations"] = instantiations;
+    arch_doc["left_out"] = left_out;
+    out.push_back(arch_doc);
   }
   if (env.is_root() && !env.common.json.empty()) {
     Json doc;

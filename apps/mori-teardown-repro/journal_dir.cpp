@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "mori/symm/error.hpp"
@@ -14,13 +15,30 @@ namespace mori::symm::teardown {
 
 namespace {
 constexpr const char* kClaimFile = "job.claim";
+
+// Rank 0 names the per-job folder under the default root; every rank gets the same name.
+std::string per_job_dir(Bootstrap& boot) {
+  char name[128] = {};
+  if (boot.rank() == 0) {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    char stamp[32] = "unknown-time";
+    if (gmtime_r(&now, &utc)) std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
+    std::snprintf(name, sizeof(name), "%s/job-%s-%ld", kDefaultJournalRoot, stamp,
+                  static_cast<long>(getpid()));
+  }
+  boot.broadcast("teardown.journal-name", name, sizeof(name), 0);
+  name[sizeof(name) - 1] = '\0';
+  return name;
+}
 }  // namespace
 
 // A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
 // may be node-local), then rank 0 claims it with an exclusive create, so that of two jobs started together
 // on one folder exactly one runs and the other exits 2.
-void claim_journal_dir(Bootstrap& boot, const std::string& dir) {
+std::string claim_journal_dir(Bootstrap& boot, const std::string& asked) {
   namespace fs = std::filesystem;
+  const std::string dir = asked.empty() ? per_job_dir(boot) : asked;
   std::error_code ec;
   bool used = false;
   if (fs::is_directory(dir, ec))
@@ -60,6 +78,7 @@ void claim_journal_dir(Bootstrap& boot, const std::string& dir) {
                      "' was claimed by another job started at the same time; choose a new folder");
   if (claim[0] == 2) throw UsageError("--journal-dir: cannot claim '" + dir + "': " + errno_name(claim[1]));
   boot.barrier("teardown.journal-checked");
+  return dir;
 }
 
 // A journal that could not be written (a full file system) is reported, and so is every verdict it affects:

@@ -9,9 +9,14 @@
 
 namespace mori::symm::teardown {
 
-// Collective. Throws UsageError where the folder already holds journals or a claim (on any rank), or where
-// another job claimed it first or it cannot be created.
-void claim_journal_dir(Bootstrap& boot, const std::string& dir);
+// The folder --journal-dir names when it is not given: one new folder per job under it, so that a second run
+// does not find the first one's journals (docs/mori-teardown-repro.md, "The journal").
+inline constexpr const char* kDefaultJournalRoot = "teardown-journal";
+
+// Collective. Returns the folder the job's journals go to: dir, or where dir is empty a new per-job folder
+// kDefaultJournalRoot/job-<UTC time>-<pid of rank 0>. Throws UsageError where the folder already holds
+// journals or a claim (on any rank), or where another job claimed it first or it cannot be created.
+std::string claim_journal_dir(Bootstrap& boot, const std::string& dir);
 
 // Collective: rank -> errno name of every rank whose journal could not be written.
 std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j);

@@ -38,7 +38,7 @@ struct Options {
   std::string size = "4M";
   std::string handle_type = "auto";
   int cycles = 10;
-  std::string journal_dir = "teardown-journal";
+  std::string journal_dir;  // empty: a new per-job folder under teardown-journal/
   std::string summarize;
 };
 
@@ -419,10 +419,9 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
   return finish_report(env, doc, scs);
 }
 
-int run(ToolEnv& env, const Options& o) {
-  if (!o.summarize.empty()) return summarize_only(env, o);
+// The scenarios of one job, journaled under o.journal_dir (claimed by run).
+int run_in(ToolEnv& env, const Options& o) {
   auto& boot = *env.boot;
-  claim_journal_dir(boot, o.journal_dir);
   // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
   const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
   if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
@@ -451,6 +450,16 @@ int run(ToolEnv& env, const Options& o) {
   return report(env, o, wo, gather_write_errors(boot, j));
 }
 
+// --summarize, or a job: its journal folder claimed (a new one per job by default), then the scenarios.
+int run(ToolEnv& env, const Options& o) {
+  if (!o.summarize.empty()) return summarize_only(env, o);
+  auto& boot = *env.boot;
+  Options oj = o;
+  oj.journal_dir = claim_journal_dir(boot, o.journal_dir);
+  if (env.is_root()) spdlog::info("journals in {}", oj.journal_dir);
+  return run_in(env, oj);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -465,8 +474,9 @@ int main(int argc, char** argv) {
     app.add_option("--size", o.size, "Window size per rank (K/M/G suffixes)")->capture_default_str();
     app.add_option("--handle-type", o.handle_type, "auto | posix_fd | fabric")->capture_default_str();
     app.add_option("--cycles", o.cycles, "Cycles for the cycles scenario")->capture_default_str();
-    app.add_option("--journal-dir", o.journal_dir, "Folder for the per-rank journals (must hold none yet)")
-        ->capture_default_str();
+    app.add_option("--journal-dir", o.journal_dir,
+                   "Folder for the per-rank journals (must hold none yet; default: a new folder "
+                   "teardown-journal/job-<UTC time>-<pid>/ for each job)");
     app.add_option("--summarize", o.summarize, "Build the report from the journals in DIR (after a crash)");
   };
   spec.validate = [&] {

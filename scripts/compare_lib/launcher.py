@@ -1,9 +1,11 @@
 """Not under torchrun: the command runs itself under torchrun on the visible GPUs and reports the verdict."""
-import json
 import os
 import shlex
 import subprocess
 import sys
+
+from mori_results.errors import Malformed
+from mori_results.reader import read_json
 
 from .machine import gpu_count
 from .options import EXIT_OK, EXIT_RUNTIME, UsageError
@@ -25,10 +27,9 @@ def launch(a, argv, script):
         pass
     rc = subprocess.run(cmd).returncode
     try:
-        with open(a.json) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"[compare] torchrun exited {rc} and left no document ({a.json}: {e})", file=sys.stderr)
+        doc = read_json(a.json)
+    except Malformed as e:
+        print(f"[compare] torchrun exited {rc} and left no document ({e})", file=sys.stderr)
         return EXIT_RUNTIME
     code = exit_code(doc)
     if rc != 0 and code == EXIT_OK:

@@ -1,5 +1,6 @@
 """mori-a2a's own mori.a2a/2 document (--mori-json): loaded, its rows appended, its reference fields copied."""
-import json
+from mori_results.errors import Malformed
+from mori_results.reader import read_json
 
 from .options import UsageError
 from .report import SCHEMA
@@ -12,10 +13,11 @@ REFERENCE_FIELDS = ("push_only_us", "sync_only_us", "ceiling_bw_gbps", "ceiling_
 def load_mori(path, world):
     """A mori-a2a mori.a2a/2 document of the same machine and world (UsageError otherwise)."""
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--mori-json {path}: {e}")
+        doc = read_json(path)
+    except Malformed as e:
+        raise UsageError(f"--mori-json {e}")
+    if not isinstance(doc, dict):
+        raise UsageError(f"--mori-json {path}: the document is not a JSON object")
     if doc.get("schema") != SCHEMA:
         raise UsageError(f"--mori-json {path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
     w = (doc.get("meta") or {}).get("world")

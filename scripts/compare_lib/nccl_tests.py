@@ -1,11 +1,12 @@
 """nccl-tests' alltoall_perf (--nccl-tests DIR): run by rank 0 after the torch processes have released the GPUs'
 collectives, its -J JSON read into mori.a2a/2 rows (docs/results.md "Comparing with NCCL and torch")."""
-import json
 import os
 import shlex
 import shutil
 import subprocess
 import tempfile
+
+from mori_results.reader import read_json
 
 from .options import UsageError
 from .rows import fmt_size
@@ -169,8 +170,7 @@ def _run_one(a, exe, env, world, c, config, jpath, log):
         if p.returncode != 0 or not os.path.exists(jpath):
             tail = (p.stdout + p.stderr).strip().splitlines()[-6:]
             raise RuntimeError(f"exit {p.returncode}: " + " | ".join(tail))
-        with open(jpath) as f:
-            got = nccl_tests_rows(json.load(f), world)
+        got = nccl_tests_rows(read_json(jpath), world)
         got = [g for g in got if g["chunk_bytes"] == c] or got
         if not got:
             raise RuntimeError("its JSON holds no result")

@@ -1,6 +1,9 @@
-"""Rows of several systems side by side: which are mori-a2a's, launch modes, like-mode pairs, labels, the table."""
+"""Rows of several systems side by side: which are mori-a2a's, launch modes, like-mode pairs, labels, the table.
 
-MORI_ADDRESSING = ("ptr", "lsa")
+Which addressing is mori's comes from the results model (scripts/mori_results/constants.py), the one place it is
+defined; scripts/compare puts scripts/ on sys.path before importing this package."""
+from mori_results.a2a import fmt_chunk
+from mori_results.constants import MORI_ADDRESSING
 
 
 def is_mori_row(row):
@@ -40,7 +43,7 @@ def label(row):
 
 
 def fmt_size(b):
-    return f"{b >> 20} MiB" if b >= (1 << 20) and b % (1 << 20) == 0 else f"{b >> 10} KiB" if b % 1024 == 0 else f"{b} B"
+    return fmt_chunk(b)
 
 
 def table(rows):

@@ -1,4 +1,4 @@
-"""The GPU fault suite behind scripts/h200-faults (docs/reliability.md "GPU fault suite").
+"""The GPU fault suite behind scripts/faults (docs/reliability.md "GPU fault suite").
 
   procs      the run's processes: found by a mark in their environment, signalled, waited on
   leftovers  what a case can leave behind: sockets, /dev/shm entries, temp files, device memory

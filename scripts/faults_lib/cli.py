@@ -1,4 +1,4 @@
-"""The command line of scripts/h200-faults and the loop over configurations and cases within the budget."""
+"""The command line of scripts/faults and the loop over configurations and cases within the budget."""
 import argparse
 import os
 import shlex
@@ -42,7 +42,7 @@ def parse(usage):
     ap.add_argument("--budget-s", type=float, default=420,
                     help="a case starts only if its worst case fits in what is left of this; the rest are skipped "
                          "(listed in the document with the reason)")
-    ap.add_argument("--json", default="h200-faults.json")
+    ap.add_argument("--json", default="faults.json")
     a = ap.parse_args()
     a.mpirun = shlex.split(a.mpirun)
     a.case_list = [c for c in a.cases.split(",") if c]
@@ -94,16 +94,16 @@ def run_all(a, run, budget, plan, doc):
             reason = budget.skip_reason(worst)
             if reason is not None:
                 doc["skipped"].append(skipped(name, cfg, reason, worst, budget.left()))
-                print(f"h200-faults: {name} ({cfg['name']}, {cfg['world']} ranks) skipped: {reason}", flush=True)
+                print(f"faults: {name} ({cfg['name']}, {cfg['world']} ranks) skipped: {reason}", flush=True)
                 continue
-            print(f"h200-faults: {name} ({cfg['name']}, {cfg['world']} ranks)", flush=True)
+            print(f"faults: {name} ({cfg['name']}, {cfg['world']} ranks)", flush=True)
             res = Case(run, name, cfg).execute()
             res["worst_case_s"] = worst
             doc["cases"].append(res)
         i = len(plan)
     except KeyboardInterrupt:
         doc["interrupted"] = True
-        print("h200-faults: interrupted; cleaning up", file=sys.stderr)
+        print("faults: interrupted; cleaning up", file=sys.stderr)
         doc["skipped"] += [skipped(name, cfg, "interrupted", worst_case_s(a, name), budget.left())
                            for cfg, name in plan[i:]]
 
@@ -112,11 +112,11 @@ def main(usage):
     a = parse(usage)
     budget = Budget(a.budget_s, a.backend == "gpu" and a.mps)
     if not os.access(os.path.join(a.bin, "mori-a2a"), os.X_OK):
-        print(f"h200-faults: no mori-a2a in {a.bin} (build first, or pass --bin)", file=sys.stderr)
+        print(f"faults: no mori-a2a in {a.bin} (build first, or pass --bin)", file=sys.stderr)
         return 2
     gpu_list = gpus() if a.backend == "gpu" else []
     if a.backend == "gpu" and not gpu_list:
-        print("h200-faults: --backend gpu but nvidia-smi -L lists no GPU (use --backend host)", file=sys.stderr)
+        print("faults: --backend gpu but nvidia-smi -L lists no GPU (use --backend host)", file=sys.stderr)
         return 2
     plan = [(cfg, name) for cfg in configs(a, gpu_list) for name in a.case_list]
     run = Run(a)
@@ -134,6 +134,6 @@ def main(usage):
         doc["budget"] = budget.summary()
         finish(doc, a.json)
     table(doc)
-    print(f"h200-faults: {sum(c['ok'] for c in doc['cases'])}/{len(doc['cases'])} cases ok, "
+    print(f"faults: {sum(c['ok'] for c in doc['cases'])}/{len(doc['cases'])} cases ok, "
           f"{len(doc['skipped'])} skipped; wrote {a.json}")
     return 0 if doc["ok"] else 1

@@ -1,8 +1,7 @@
 """Starting mori-a2a jobs under mpirun (each with its own mark and output reader), the private MPS daemon
-(scripts/mps), the bystander job and the all-to-all after a case; cleaning up after all of them."""
+(scripts/mori_mps.py), the bystander job and the all-to-all after a case; cleaning up after all of them."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -10,7 +9,9 @@ import threading
 import time
 
 from .output import ERROR_RE
-from .procs import MARK, kill_group, kill_marked, sh, wait_for_rank
+from .procs import MARK, kill_group, kill_marked, wait_for_rank
+
+import mori_mps  # scripts/ is on sys.path (scripts/faults puts it there)
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BYSTANDER_UP_S = 30  # the bystander's rank 1 is up within this, or the case notes it did not come up
@@ -73,19 +74,16 @@ class Run:
             kill_group(p)
         kill_marked(self.token, prefix=True)
         if self.mps_env:
-            sh(["env", *[f"{k}={v}" for k, v in self.mps_env.items()], os.path.join(ROOT, "scripts", "mps"),
-                "stop"], timeout=30, env=dict(os.environ, MORI_MPS_DIR=self.mps_dir))
+            mori_mps.Daemon(self.mps_dir).stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
         shutil.rmtree(self.logs, ignore_errors=True)
         shutil.rmtree(self.bystander_tmp, ignore_errors=True)
 
     def start_mps(self):
-        rc, out = sh([os.path.join(ROOT, "scripts", "mps"), "start"], timeout=60,
-                     env=dict(os.environ, MORI_MPS_DIR=self.mps_dir))
-        m = re.search(r"export (.*)$", out or "", re.M)
-        if rc != 0 or not m:
-            raise SystemExit(f"h200-faults: scripts/mps start failed: {out.strip()}")
-        self.mps_env = dict(kv.split("=", 1) for kv in m.group(1).split())
+        try:
+            self.mps_env = mori_mps.Daemon(self.mps_dir).start()
+        except mori_mps.MpsError as e:
+            raise SystemExit(f"faults: the private MPS daemon did not start: {e}")
 
     # ---- the bystander: a concurrent 2-rank job on the same GPU, host sync, long enough to outlive the case ----
     def start_bystander(self, mark):

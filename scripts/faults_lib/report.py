@@ -16,7 +16,7 @@ def git_revision():
 
 
 def meta(a, gpu_list):
-    m = {"tool": "h200-faults", "git_revision": git_revision(), "argv": sys.argv[1:],
+    m = {"tool": "faults", "git_revision": git_revision(), "argv": sys.argv[1:],
          "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
          "host": socket.gethostname(), "backend": a.backend, "timeout_s": a.timeout_s,
          "gpus": [{"index": i, "name": n} for i, n in gpu_list], "driver_version": None}

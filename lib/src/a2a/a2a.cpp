@@ -203,7 +203,7 @@ struct A2aBench::Impl {
 
   // Ranks sharing a GPU, blocks per peer not given: the most blocks, up to one per 4 vectors per thread
   // (twice the usual), with which programmatic launches still fit, as long as that is at least half the usual
-  // count; else the usual count. Measured at 8 ranks on one H200 (results/h200/signal-scope/overlap-bpp/,
+  // count; else the usual count. Measured at 8 ranks on one H200 (results/lab/h200/signal-scope/overlap-bpp/,
   // graph of 16): 256 KiB 8 blocks overlapped 10.01 / 9.94 us against 4 blocks 10.33 / 10.25; 1 MiB 8
   // overlapped 38.31 / 38.37 against 16 plain 38.73 / 38.57 (launched one by one 61.0 / 59.5 against 67.2
   // / 66.9); 4 MiB 8 overlapped 141.5 / 141.8 against 64 plain 135.7 / 136.1 (an eighth of the blocks costs

@@ -124,7 +124,7 @@ int auto_unroll(std::size_t chunk_bytes);
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
 // remote_peers (one rank per device, peers over links): at least min(32, one vector per thread) blocks, since
 // one block's stores over NVLink are latency-bound (measured on 2 x H200, 256 KiB in a graph: 4 blocks 5.6
-// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/h200x2/bpp-sweep/). vectors_per_thread: the 16-byte
+// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/lab/h200x2/bpp-sweep/). vectors_per_thread: the 16-byte
 // vectors each thread moves at least (8 by default; mori-a2a tries 4 where ranks share a GPU, see
 // docs/mori-a2a.md "Launches").
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
@@ -151,7 +151,7 @@ SourceCache parse_source_cache(const std::string& text);
 bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes);
 // --source-cache auto: evict-first where ranks share one GPU (ranks_share_one_gpu: all on it, more than one)
 // and their working set does not fit in its L2 (a2a_working_set_fits_l2; l2_bytes 0 = unknown: normal).
-// Measured at 8 ranks on one H200 (results/h200/source-cache/).
+// Measured at 8 ranks on one H200 (results/lab/h200/source-cache/).
 bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
                              std::uint64_t l2_bytes);
 

@@ -86,6 +86,14 @@ void set_jit_wait_bound(double seconds) noexcept;
 // Every kernel the suite uses for `arch`, with its instantiations: what MORI_PRECOMPILE=1 and precompiling
 // build. The bulk-copy kernels of matrix.hip are listed only where arch_has_bulk_copy(arch).
 std::vector<KernelSpec> kernel_catalog(const std::string& arch);
+// What kernel_catalog(arch) leaves out of the kernel files because the arch lacks a feature they need: today
+// the bulk-copy kernels of matrix.hip everywhere but NVIDIA sm_90 and newer (AMD included; docs/amd.md).
+struct KernelLeftOut {
+  std::string file;
+  std::string instantiation;
+  std::string needs;  // the feature, in words
+};
+std::vector<KernelLeftOut> kernels_left_out(const std::string& arch);
 // NVIDIA sm_90 and newer ("sm_90", "sm_90a", "sm_100"): the kernels may use the bulk copies of the Tensor
 // Memory Accelerator (kernels/prelude.hip sets MORI_BULK_COPY for them). False for AMD and "host".
 bool arch_has_bulk_copy(const std::string& arch);

@@ -117,7 +117,7 @@ class GpuRuntime final : public Runtime {
     HIP_CHECK(hipDeviceTotalMem(&total, dev));
     d.memory_bytes = total;
     int vmm = 0;
-    HIP_CHECK(hipDeviceGetAttribute(&vmm, hipDeviceAttributeVirtualMemoryManagementSupported, device));
+    HIP_CHECK(compat::attribute_vmm(&vmm, device));
     d.vmm_supported = vmm != 0;
     d.posix_fd_attribute = compat::attribute_posix_fd(device) == 1;
     d.fabric_attribute = compat::attribute_fabric(device) == 1;
@@ -405,16 +405,19 @@ std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not) {
     if (why_not) *why_not = why;
     return nullptr;
   }
+  // "no AMD GPU (...)" / "no NVIDIA GPU (...)": the build's vendor first, then what the runtime said.
+  const std::string none = std::string("no ") + (compat::kIsCuda ? "NVIDIA" : "AMD") + " GPU";
   hipError_t e = hipInit(0);
   if (e != hipSuccess) {
-    if (why_not) *why_not = std::string("hipInit failed: ") + hipGetErrorName(e);
+    if (why_not) *why_not = none + " (hipInit failed: " + hipGetErrorName(e) + ")";
     return nullptr;
   }
   int n = 0;
   e = hipGetDeviceCount(&n);
   if (e != hipSuccess || n == 0) {
     if (why_not)
-      *why_not = e != hipSuccess ? std::string("no GPU: ") + hipGetErrorName(e) : "no GPU device visible";
+      *why_not = e != hipSuccess ? none + " (hipGetDeviceCount failed: " + hipGetErrorName(e) + ")"
+                                 : none + " (no device visible)";
     return nullptr;
   }
   return std::make_unique<GpuRuntime>();

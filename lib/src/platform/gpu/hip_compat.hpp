@@ -1,5 +1,6 @@
 // One header that absorbs the differences between the HIP platforms this project builds for:
-// ROCm's HIP (AMD, any ROCm from 5.7) and the project's own HIP-on-CUDA mapping (NVIDIA).
+// ROCm's HIP (AMD: ROCm 5.7 and newer to run; Debian 12's ROCm 5.2 to build and compile the kernels in CI,
+// docs/amd.md) and the project's own HIP-on-CUDA mapping (NVIDIA).
 #pragma once
 
 #include <cstdint>
@@ -115,6 +116,18 @@ inline int attribute_fabric(int dev) {
 #else
   (void)dev;
   return -1;
+#endif
+}
+
+// The driver's claim that the device supports virtual memory management (hipMemCreate and friends): 1 or 0.
+// ROCm 5.2 (Debian 12) has no such attribute and no working VMM: 0 there (and before 5.3 generally).
+inline hipError_t attribute_vmm(int* v, int dev) {
+#if defined(MORI_GPU_CUDA) || (defined(HIP_VERSION) && HIP_VERSION >= 50300000)
+  return hipDeviceGetAttribute(v, hipDeviceAttributeVirtualMemoryManagementSupported, dev);
+#else
+  (void)dev;
+  *v = 0;
+  return hipSuccess;
 #endif
 }
 

@@ -18,7 +18,9 @@ std::unique_ptr<RuntimeCompiler> load_hiprtc(std::string* why) {
   hiprtc.arch_option = "--offload-arch=";
   hiprtc.code_size = "GetCodeSize";
   hiprtc.code = "GetCode";
-  hiprtc.files = {"libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so"};
+  // ROCm 6 and later ship hiprtc as its own library; ROCm 5 (Debian 12's 5.2 included) has its entry points
+  // in libamdhip64 itself (docs/amd.md).
+  hiprtc.files = {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.5"};
   hiprtc.folders = {rocm ? std::string(rocm) + "/lib" : "", "/opt/rocm/lib"};
   return load_rtc(hiprtc, why);
 }

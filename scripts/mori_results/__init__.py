@@ -1,0 +1,16 @@
+"""The results model: the one reader of the tools' JSON (docs/perf-check.md "The results model").
+
+Modules, one concern each:
+
+  constants.py  every constant the scripts share (mori addressings, the ceiling bound, exit codes, schemas, caps)
+  errors.py     Malformed: bad input, named by file and reason (the scripts' exit 2)
+  reader.py     bounded reads of regular files, strict JSON (depth limit, no NaN/Infinity, no duplicate keys),
+                the *.json files under folders
+  documents.py  a document's schema name and version checked first: Document, load_document, load_documents
+  a2a.py        typed mori.a2a rows: Identity (every field that changes what ran), Row, Run, load_run(s),
+                group_runs (runs grouped only within one revision)
+  gate.py       the performance gate behind scripts/perf-check (allowance rule, verdicts, meta differences)
+  tables.py     Markdown of one evidence folder (summary.md) and the generated tables between doc markers
+
+Import from a script with sys.path.insert(0, <scripts dir>); only the standard library is needed.
+"""

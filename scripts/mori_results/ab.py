@@ -1,0 +1,129 @@
+"""A/B runs for scripts/perf-check --ab (docs/perf-check.md "A/B"): the baseline revision built in a temporary
+git worktree beside the current build, the two sides' runs interleaved in one job (one machine start, the order
+alternating A B / B A so that a drift in time falls on both), then gated like any baseline of several runs.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from .errors import Malformed
+
+PLACEHOLDERS = ("{bin}", "{json}")
+
+
+class RunFailed(Exception):
+    """A command of the job failed (not bad input: exit 3)."""
+
+
+@dataclass
+class Plan:
+    repo: str
+    revision: str            # as given
+    commit: str = ""         # the full commit it names
+    runs: int = 3
+    command: list = field(default_factory=list)
+    current_bin: str = ""
+    baseline_bin: str = ""   # prebuilt baseline tools ('' : build the revision in a worktree)
+    build_cmd: str = "scripts/build"
+    timeout_s: float = 600.0
+    order: list = field(default_factory=list)
+
+
+def git(repo, *args, timeout=120):
+    try:
+        p = subprocess.run(["git", "-C", repo, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RunFailed(f"git {' '.join(args)}: {e}")
+    return p.returncode, p.stdout.strip()
+
+
+def check_plan(plan):
+    """Usage checks before anything runs (Malformed: exit 2)."""
+    if plan.runs < 2:
+        raise Malformed(None, f"--runs {plan.runs}: at least 2 (the allowance needs the baseline's spread)")
+    if not plan.command:
+        raise Malformed(None, "--ab needs the command after --, with {bin} (the tools' folder) and {json}")
+    joined = " ".join(plan.command)
+    missing = [p for p in PLACEHOLDERS if p not in joined]
+    if missing:
+        raise Malformed(None, f"--ab: the command must name {' and '.join(missing)}")
+    for name, d in (("--current-bin", plan.current_bin), ("--baseline-bin", plan.baseline_bin)):
+        if d and not os.path.isdir(d):
+            raise Malformed(d, f"{name}: not a folder")
+    rc, out = git(plan.repo, "rev-parse", "--verify", "--quiet", f"{plan.revision}^{{commit}}")
+    if rc != 0:
+        raise Malformed(None, f"--ab {plan.revision}: not a commit of {plan.repo}")
+    plan.commit = out
+
+
+def build_baseline(plan, work):
+    """The baseline revision checked out in a worktree under work and built there; -> its tools' folder."""
+    tree = os.path.join(work, "baseline-tree")
+    rc, out = git(plan.repo, "worktree", "add", "--detach", tree, plan.commit)
+    if rc != 0:
+        raise RunFailed(f"git worktree add {plan.commit[:12]}: {out[-500:]}")
+    env = dict(os.environ, MORI_BUILD_DIR="build")
+    try:
+        p = subprocess.run(shlex.split(plan.build_cmd), cwd=tree, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=plan.timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RunFailed(f"building {plan.commit[:12]} ({plan.build_cmd}): {e}")
+    if p.returncode != 0:
+        raise RunFailed(f"building {plan.commit[:12]} ({plan.build_cmd}) exited {p.returncode}: "
+                        f"{' | '.join(p.stdout.strip().splitlines()[-5:])}")
+    b = os.path.join(tree, "build", "bin")
+    if not os.path.isdir(b):
+        raise RunFailed(f"building {plan.commit[:12]} left no build/bin")
+    return b
+
+
+def remove_worktree(plan, work):
+    tree = os.path.join(work, "baseline-tree")
+    if os.path.isdir(tree):
+        git(plan.repo, "worktree", "remove", "--force", tree)
+        git(plan.repo, "worktree", "prune")
+
+
+def interleave(plan, bins, out_dir):
+    """Runs the command plan.runs times per side, alternating the order; -> {side: folder of its JSON}."""
+    folders = {side: os.path.join(out_dir, side) for side in bins}
+    for f in folders.values():
+        os.makedirs(f, exist_ok=True)
+    for i in range(plan.runs):
+        order = ("baseline", "current") if i % 2 == 0 else ("current", "baseline")
+        for side in order:
+            path = os.path.join(folders[side], f"run-{i + 1}.json")
+            argv = [a.replace("{bin}", bins[side]).replace("{json}", path) for a in plan.command]
+            try:
+                p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   timeout=plan.timeout_s)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise RunFailed(f"{side} run {i + 1}: {e}")
+            # exit 1 (wrong elements) still wrote its report: the gate judges it
+            if p.returncode not in (0, 1) or not os.path.exists(path):
+                raise RunFailed(f"{side} run {i + 1} exited {p.returncode}: "
+                                f"{' | '.join(p.stdout.strip().splitlines()[-5:])}")
+            plan.order.append(f"{side}:{i + 1}")
+    return folders
+
+
+def run_ab(plan, keep=None):
+    """Builds (or takes) both sides' tools and interleaves their runs; -> (baseline folder, current folder, work)."""
+    check_plan(plan)
+    work = keep or tempfile.mkdtemp(prefix="mori-ab-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        base_bin = plan.baseline_bin or build_baseline(plan, work)
+        folders = interleave(plan, {"baseline": os.path.abspath(base_bin),
+                                    "current": os.path.abspath(plan.current_bin)}, os.path.join(work, "runs"))
+    finally:
+        remove_worktree(plan, work)
+    return folders["baseline"], folders["current"], work
+
+
+def discard(work):
+    shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,63 @@
+"""Constants shared by every script that reads results: defined here once."""
+
+# Addressing modes of mori-a2a's own rows; any other addressing is another system (scripts/compare).
+MORI_ADDRESSING = ("ptr", "lsa")
+
+# A row whose total bandwidth exceeds this multiple of its same-run ceiling shows a ceiling that is not a bound
+# (docs/mori-a2a.md "References").
+CEILING_BOUND = 1.05
+
+# Timed samples every mori row must carry (DESIGN §9).
+MIN_SAMPLES = 20
+
+# Verification mutants (MORI_FAULT values) whose runs must report wrong elements.
+MUTANT_FAULTS = ("a2a.no-barrier", "a2a.stale", "a2a.overrun")
+
+# Schemas the model reads: name -> accepted versions.
+SCHEMAS = {
+    "mori.a2a": (1, 2),
+    "mori.probe": (1,),
+    "mori.teardown": (1,),
+    "mori.faults": (1,),
+    "mori.matrix-sweep": (1,),
+    "mori.evidence": (1,),
+    "mori.baseline": (1,),
+    "mori.published": (1,),
+    "mori.expectations": (1,),
+}
+
+# Schema files under results/schema/ by schema name (scripts/validate-json).
+SCHEMA_FILES = {
+    "mori.probe": "probe.schema.json",
+    "mori.a2a": "a2a.schema.json",
+    "mori.teardown": "teardown.schema.json",
+    "mori.faults": "faults.schema.json",
+    "mori.matrix-sweep": "matrix-sweep.schema.json",
+    "mori.baseline": "baseline.schema.json",
+    "mori.evidence": "evidence.schema.json",
+    "mori.published": "published.schema.json",
+    "mori.expectations": "expectations.schema.json",
+}
+
+# Bounds of the reader.
+MAX_JSON_BYTES = 64 << 20
+MAX_JSON_DEPTH = 64
+
+# Exit codes of the scripts (docs/perf-check.md "Exit codes").
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_BAD_INPUT = 2
+EXIT_RUNTIME = 3  # perf-check --ab: the baseline's build or a run failed
+EXIT_SKIP = 77  # CTest's SKIP_RETURN_CODE (validate-json --require-or-skip)
+
+# perf-check's allowance rule (docs/perf-check.md "The allowance").
+GATE_FLOOR_DEVICE_SYNC = 0.03
+GATE_FLOOR_HOST_SYNC = 0.08
+GATE_SPREAD_FACTOR = 3.0
+GATE_WITHIN_RUN_FACTOR = 0.5
+GATE_SCHEMA = "mori.perf-check/3"
+GATE_EXIT_CODES_VERSION = 1
+
+# Marker pairs around generated tables in Markdown.
+MARK_BEGIN = "<!-- mori-results:begin {} -->"
+MARK_END = "<!-- mori-results:end {} -->"

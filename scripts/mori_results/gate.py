@@ -1,0 +1,206 @@
+"""The performance gate behind scripts/perf-check (docs/perf-check.md).
+
+Rows are matched by their Identity (a2a.py). The allowance of a baseline configuration is
+
+    max(floor, 3 x the spread of its p50 across the baseline's runs, 1/2 x its p95/p50 spread within a run)
+
+where the spread across runs is (max - min) / median of the per-run values (runs of several machine starts
+count alike), the within-run spread is the median over its runs of p95/p50 - 1, and the floor is 3 % for
+device-sync rows and 8 % for host-sync rows (whose time includes a host barrier), or --tolerance where given.
+The factors: two back-to-back runs of one revision on one H200 (results/h200/a2a-w8-r1.json, -r2.json) differ
+by up to 3.1 % on graph rows and 6.7 % on eager rows, which the within-run term covers (docs/perf-check.md).
+"""
+import statistics
+from dataclasses import dataclass, field
+
+from .a2a import ABSENT
+from .constants import (GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_SPREAD_FACTOR,
+                        GATE_WITHIN_RUN_FACTOR)
+from .errors import Malformed
+
+METRICS = {  # name -> higher is better
+    "total_bw_gbps": True,
+    "agg_bw_gbps": True,
+    "busbw_gbps": True,
+    "p50": False,
+    "time_p95_us": False,
+    "push_only_us": False,
+    "sync_only_us": False,
+}
+METRIC_NAMES = {"time_p50_us": "p50"}  # command-line name -> Row attribute
+DEFAULT_METRICS = ("total_bw_gbps", "time_p50_us")
+
+
+def attr(metric):
+    return METRIC_NAMES.get(metric, metric)
+
+
+@dataclass
+class Side:
+    """One side of the comparison: identity -> [(run, row)] of gated rows, notes, wrong elements."""
+    name: str
+    rows: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
+    wrong: int = 0
+    wrong_external: int = 0
+    external: int = 0
+
+    def note(self, why, n=1):
+        self.notes[why] = self.notes.get(why, 0) + n
+
+
+def collect(name, runs, include_external):
+    """The gated rows of runs. mori rows copied into a comparison document are left out (they are gated where
+    mori-a2a wrote them), so are rows with an error; other systems' rows are left out unless include_external."""
+    side = Side(name)
+    for run in runs:
+        if run.is_mutant:
+            side.note("row of a verification mutant run (MORI_FAULT: its wrong elements are the point)",
+                      len(run.rows))
+            continue
+        for row in run.rows:
+            if row.is_mori and run.tool != "mori-a2a" and row.source == "mori-a2a":
+                side.note("mori row copied into a comparison document (gated where mori-a2a wrote it)")
+                continue
+            if row.error:
+                side.note("row with an error")
+                continue
+            if not row.is_mori and not include_external:
+                side.external += 1
+                side.wrong_external += row.wrong
+                continue
+            side.wrong += row.wrong
+            side.rows.setdefault(row.identity, []).append((run, row))
+    for ident, pairs in side.rows.items():
+        revs = sorted({str(run.revision) for run, _ in pairs})
+        if len(revs) > 1:
+            paths = sorted({run.path for run, _ in pairs})
+            raise Malformed(paths[0], f"the {name} holds revisions {', '.join(revs)} of one configuration "
+                                      f"({ident.label()}; also {', '.join(paths[1:3])}): runs are pooled only "
+                                      "within one revision")
+    return side
+
+
+def per_run(pairs, metric):
+    """The metric of each run (median of its rows of one identity, usually one), in run order."""
+    by = {}
+    for run, row in pairs:
+        v = row.metric(attr(metric))
+        if v is not None:
+            by.setdefault(id(run), []).append(v)
+    return [statistics.median(v) for v in by.values()]
+
+
+def allowance(pairs, metric, floor):
+    """(allowance, floor, spread across runs, spread within a run, number of runs) of a baseline configuration."""
+    vals = per_run(pairs, metric)
+    mid = statistics.median(vals)
+    between = (max(vals) - min(vals)) / mid if len(vals) > 1 and mid else 0.0
+    within = [row.p95 / row.p50 - 1 for _, row in pairs if row.p95 is not None and row.p50]
+    w = statistics.median(within) if within else 0.0
+    if floor is None:
+        floor = GATE_FLOOR_HOST_SYNC if pairs[0][1].sync == "host" else GATE_FLOOR_DEVICE_SYNC
+    return max(floor, GATE_SPREAD_FACTOR * between, GATE_WITHIN_RUN_FACTOR * w), floor, between, w, len(vals)
+
+
+# What can explain a change, from each run's meta: compared key by key beside every regression.
+MEANING = ("version", "git_revision", "git_clean", "build_stale", "driver_version", "runtime_version", "handle_type",
+           "mps_active", "env", "environment", "jit", "clocks", "gpu_state", "devices")
+SKIP_KEYS = ("pid", "time", "argv", "cold_compile_ms", "cache_load_ms", "ms", "pid_ns", "net_ns", "cache_dir",
+             "kernel_dir", "compiled", "from_cache", "pipe_directory")
+
+
+def flatten(node, prefix, out, depth=0):
+    if depth > 8:
+        return
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k not in SKIP_KEYS:
+                flatten(v, f"{prefix}.{k}" if prefix else k, out, depth + 1)
+    elif isinstance(node, list):
+        if node and all(isinstance(x, dict) for x in node) and len(node) > 1 and all(x == node[0] for x in node[1:]):
+            flatten(node[0], f"{prefix}[*]", out, depth + 1)
+        else:
+            for i, v in enumerate(node):
+                flatten(v, f"{prefix}[{i}]", out, depth + 1)
+    else:
+        out[prefix] = node
+
+
+def meta_facts(run):
+    out = {}
+    for k in MEANING:
+        if k in run.meta:
+            flatten(run.meta[k], k, out)
+    for i, r in enumerate(run.meta.get("ranks") or []):
+        if isinstance(r, dict):
+            out[f"ranks[{i}].device_name"] = r.get("device_name")
+    out["machine start (boot id)"] = None if run.start is ABSENT else run.start
+    if isinstance(run.step, dict) and run.step.get("gpu_before") is not None:
+        flatten(run.step["gpu_before"], "gpu_before", out)
+    return out
+
+
+def meta_diff(base_run, cur_run, limit=12):
+    """[(key, baseline value, current value)] of the meta facts that differ between two runs."""
+    a, b = meta_facts(base_run), meta_facts(cur_run)
+    keys = sorted(set(a) | set(b))
+    diffs = [(k, a.get(k, "(absent)"), b.get(k, "(absent)")) for k in keys if a.get(k, "(absent)") != b.get(k, "(absent)")]
+    return diffs[:limit], len(diffs)
+
+
+@dataclass
+class Verdict:
+    identity: object
+    metric: str
+    baseline: object
+    current: object
+    delta: object
+    allowance: object
+    floor: object
+    spread_runs: object
+    spread_within: object
+    baseline_runs: int
+    verdict: str
+    differs: list = field(default_factory=list)
+    differs_total: int = 0
+
+    def as_json(self):
+        return {"result": self.identity.label(), "identity": self.identity.as_json(), "metric": self.metric,
+                "baseline": self.baseline, "current": self.current, "delta": self.delta,
+                "allowance": self.allowance, "floor": self.floor, "spread_across_runs": self.spread_runs,
+                "spread_within_run": self.spread_within, "baseline_runs": self.baseline_runs,
+                "verdict": self.verdict,
+                "meta_differs": [{"key": k, "baseline": a, "current": b} for k, a, b in self.differs],
+                "meta_differs_total": self.differs_total}
+
+
+def compare(base, cur, metrics, floor=None):
+    """Verdicts of every baseline configuration whose schema version the current side holds."""
+    versions = {i.version for i in cur.rows}
+    out = []
+    for ident in sorted((i for i in base.rows if i.version in versions), key=lambda i: i.sort_key()):
+        pairs = base.rows[ident]
+        for m in metrics:
+            bv = per_run(pairs, m)
+            if not bv:
+                out.append(Verdict(ident, m, None, None, None, None, None, None, None, 0, "n/a"))
+                continue
+            b = statistics.median(bv)
+            allow, fl, between, within, n = allowance(pairs, m, floor)
+            if ident not in cur.rows:
+                out.append(Verdict(ident, m, b, None, None, allow, fl, between, within, n, "MISSING"))
+                continue
+            cv = per_run(cur.rows[ident], m)
+            if not cv:
+                out.append(Verdict(ident, m, b, None, None, allow, fl, between, within, n, "n/a"))
+                continue
+            c = statistics.median(cv)
+            delta = (c - b) / b
+            better = delta if METRICS[attr(m)] else -delta
+            v = "SAME" if abs(delta) <= allow else ("FASTER" if better > 0 else "SLOWER")
+            verdict = Verdict(ident, m, b, c, delta, allow, fl, between, within, n, v)
+            if v == "SLOWER":
+                verdict.differs, verdict.differs_total = meta_diff(pairs[0][0], cur.rows[ident][0][0])
+            out.append(verdict)
+    return out

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""scripts/perf-check --ab on the host runtime: real mori-a2a jobs, both sides interleaved in one job.
+
+usage: perf_check_ab_test.py BIN_DIR MPIRUN...
+
+No timed assertion: the host runtime's times say nothing about the code. What is checked is the mechanics: the
+runs alternate A B / B A, every run's report is gated (baseline = one side's runs), the worktree of the baseline
+revision is made and always removed (also when its build fails: exit 3), usage errors exit 2 before anything
+runs, and a current side whose reports say it is twice as slow (a wrapper that doctors the real report, made
+below) fails the gate.
+"""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from harness import check, finish  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+CHECK = os.path.join(ROOT, "scripts", "perf-check")
+BIN = os.path.abspath(sys.argv[1])
+MPIRUN = sys.argv[2:]
+A2A = ["-n", "2", "{bin}/mori-a2a", "--backend", "host", "--chunk-kib", "64", "--iters", "20", "--timeout-s", "30",
+       "--json", "{json}"]
+
+
+def perf(*args, timeout=600):
+    try:
+        p = subprocess.run([sys.executable, CHECK, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    return p.returncode, p.stdout
+
+
+def worktrees():
+    out = subprocess.run(["git", "-C", ROOT, "worktree", "list"], stdout=subprocess.PIPE, text=True).stdout
+    return [line for line in out.splitlines() if "mori-ab-" in line or "baseline-tree" in line]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    j = os.path.join(tmp, "ab.json")
+    keep = os.path.join(tmp, "keep")
+    rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", BIN, "--runs", "2", "--keep", keep,
+                   "--json", j, "--", *MPIRUN, *A2A)
+    v = json.load(open(j)) if os.path.exists(j) else {}
+    order = (v.get("ab") or {}).get("order")
+    check("A/B of one build against itself: both sides ran, interleaved A B / B A, and were gated",
+          rc in (0, 1) and order == ["baseline:1", "current:1", "current:2", "baseline:2"]
+          and v.get("schema") == "mori.perf-check/3" and v.get("verdicts") and v.get("wrong") == 0, out)
+    check("--keep keeps both sides' reports",
+          sorted(os.listdir(os.path.join(keep, "runs", "baseline"))) == ["run-1.json", "run-2.json"]
+          and sorted(os.listdir(os.path.join(keep, "runs", "current"))) == ["run-1.json", "run-2.json"], out)
+
+    # The worktree path: a stand-in build that links the tools already built (the real one is scripts/build).
+    stub = f"sh -c 'mkdir -p build && ln -s {BIN} build/bin'"
+    rc, out = perf("--ab", "HEAD", "--build-cmd", stub, "--current-bin", BIN, "--runs", "2", "--", *MPIRUN, *A2A)
+    check("A/B with the baseline built in a git worktree: gated, and the worktree removed afterwards",
+          rc in (0, 1) and "A/B" in out and "order baseline:1 current:1 current:2 baseline:2" in out
+          and not worktrees(), out + "\n".join(worktrees()))
+    rc, out = perf("--ab", "HEAD", "--build-cmd", "false", "--current-bin", BIN, "--", *MPIRUN, *A2A)
+    check("a failing baseline build: exit 3 naming it, the worktree removed",
+          rc == 3 and "building" in out and not worktrees(), out)
+
+    # A current side whose reports say it is twice as slow must fail the gate.
+    slow_bin = os.path.join(tmp, "slow-bin")
+    os.makedirs(slow_bin)
+    wrapper = os.path.join(slow_bin, "mori-a2a")
+    with open(wrapper, "w") as f:
+        f.write(f"""#!{sys.executable}
+import json, subprocess, sys
+rc = subprocess.run([{os.path.join(BIN, 'mori-a2a')!r}, *sys.argv[1:]]).returncode
+path = sys.argv[sys.argv.index("--json") + 1]
+try:
+    d = json.load(open(path))
+except (OSError, ValueError):
+    sys.exit(rc)
+for r in d["results"]:
+    r["time_us"]["p50"] *= 2
+    r["total_bw_gbps"] /= 2
+json.dump(d, open(path, "w"))
+sys.exit(rc)
+""")
+    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
+    rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", slow_bin, "--runs", "2", "--",
+                   *MPIRUN, *A2A)
+    check("a current side twice as slow fails the A/B gate: exit 1, SLOWER", rc == 1 and "SLOWER" in out, out)
+
+    rc, out = perf("--ab", "HEAD", "--current-bin", BIN, "--", *MPIRUN, "-n", "2", "{bin}/mori-a2a")
+    check("a command without {json}: exit 2 before anything runs", rc == 2 and "{json}" in out, out)
+    rc, out = perf("--ab", "no-such-revision", "--current-bin", BIN, "--", *MPIRUN, *A2A)
+    check("a revision that is not a commit: exit 2", rc == 2 and "no-such-revision" in out, out)
+
+finish()
