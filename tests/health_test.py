@@ -21,7 +21,7 @@ BIN, VALIDATE, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
 PROBE = os.path.join(BIN, "mori-probe")
 TMP = tempfile.mkdtemp(prefix="mori-health-")
 SKIPPED = 77
-FAST = ["--health", "--matrix-mib", "2", "--rounds", "100"]
+FAST = ["--health", "--matrix-mib", "2", "--rounds", "100", "--iterations", "7"]
 
 
 def run(n, extra, env=None, name="h.json"):
