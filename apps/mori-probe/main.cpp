@@ -1,12 +1,19 @@
 // mori-probe: per-device capability report; the handle type is chosen by trying it.
+#include <cmath>
 #include <cstdio>
-
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 
+#include "mori/symm/a2a.hpp"
+#include "mori/symm/bootstrap.hpp"
+#include "mori/symm/detail/nvml.hpp"
 #include "mori/symm/doctor.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/health.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/matrix.hpp"
 #include "mori/symm/probe.hpp"
@@ -16,6 +23,8 @@
 using namespace mori::symm;
 
 namespace {
+
+namespace fs = std::filesystem;
 
 struct Options {
   bool deep = false;
@@ -30,6 +39,10 @@ struct Options {
   MatrixOptions mx;
   std::string write_kernel = "auto";
   std::string write_blocks = "auto";
+  bool health = false;
+  std::string expect;         // --expect FILE: a site's expectations on top of ours
+  bool expect_only = false;   // --expect-only: the site's file in place of ours
+  Expectations expectations;  // what --health judges against (read while validating the options)
 };
 
 int list_catalog(ToolEnv& env) {
@@ -229,6 +242,221 @@ void print_matrix(const Json& m) {
   if (!m["rows"].empty() && m["rows"][0].contains("write_variants")) print_variants(m);
 }
 
+// ---- --health (docs/mori-probe.md "Health")
+// ------------------------------------------------------------------
+
+// Bounded read of one expectations file (1 MiB at most); bad input is a UsageError naming the file. The
+// project's bounded reader (files.hpp, not on this branch yet) should take over this read.
+Expectations read_expectations(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw UsageError("--expect: " + path + ": " + ec.message());
+  if (size > (1u << 20)) throw UsageError("--expect: " + path + ": larger than 1 MiB");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("--expect: " + path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError("--expect: " + path + ": not JSON: " + e.what());
+  }
+  return parse_expectations(doc, path);
+}
+
+// The committed expectations: installed next to the tools, else in the source tree; "" when neither exists.
+std::string default_expectations_path() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path p = exe.parent_path().parent_path() / "share" / "mori" / "expectations" / "default.json";
+    if (fs::exists(p, ec)) return p.string();
+  }
+#ifdef MORI_SOURCE_EXPECTATIONS
+  if (fs::exists(MORI_SOURCE_EXPECTATIONS, ec)) return MORI_SOURCE_EXPECTATIONS;
+#endif
+  return "";
+}
+
+// One device's NVLink state as it rides an allgather (fixed size).
+struct LinkRaw {
+  char pci[32] = {};
+  char why[160] = {};
+  std::int32_t known = 0, up = 0, down = 0;
+  std::int32_t replay_known = 0, crc_known = 0, xid_known = 0, xid = 0;
+  std::uint64_t replay = 0, crc = 0;
+};
+
+void copy_text(char* dst, std::size_t n, const std::string& s) {
+  std::snprintf(dst, n, "%s", s.c_str());
+}
+
+LinkRaw read_links(Runtime& rt, int device, detail::XidWatch* xid) {
+  LinkRaw r;
+  if (rt.platform() == Platform::host) {
+    copy_text(r.pci, sizeof(r.pci), "host");
+    copy_text(r.why, sizeof(r.why), "host runtime: no NVML");
+    return r;
+  }
+  const std::string pci = rt.device_info(device).pci_bus_id;
+  copy_text(r.pci, sizeof(r.pci), pci);
+  const auto nv = detail::nvml_device(pci);
+  if (!nv.found || !nv.nvlink_known) {
+    copy_text(r.why, sizeof(r.why), nv.found ? nv.nvlink_why : nv.why);
+    return r;
+  }
+  r.known = 1;
+  r.up = nv.nvlink_active;
+  r.down = nv.nvlink_inactive;
+  if (nv.replay_errors) r.replay_known = 1, r.replay = *nv.replay_errors;
+  if (nv.crc_errors) r.crc_known = 1, r.crc = *nv.crc_errors;
+  if (xid) {
+    std::string why;
+    if (auto n = xid->events(&why)) r.xid_known = 1, r.xid = *n;
+  }
+  return r;
+}
+
+LinkSnapshot snapshot(const LinkRaw& r) {
+  LinkSnapshot s;
+  s.known = r.known != 0;
+  s.why = r.why;
+  s.links_up = r.up;
+  s.links_down = r.down;
+  if (r.replay_known) s.replay_errors = r.replay;
+  if (r.crc_known) s.crc_errors = r.crc;
+  if (r.xid_known) s.xid_events = r.xid;
+  return s;
+}
+
+// NVLink links between the GPUs of two ranks of this rank's node (-1 unknown), from the link rate NVML gives.
+int links_between(Runtime& rt, const RankFacts& a, const RankFacts& b) {
+  if (rt.platform() == Platform::host) return -1;
+  std::string why;
+  const Json g = link_gbps(rt, a.device, b.device, &why);
+  if (g.is_null()) return why.rfind("no active NVLink", 0) == 0 ? 0 : -1;
+  const auto nv = detail::nvml_device(a.pci_bus_id);
+  return nv.link_mbps ? static_cast<int>(std::lround(g.get<double>() / (nv.link_mbps / 1000.0))) : -1;
+}
+
+std::string device_name(const Json& nodes, int node, int device) {
+  for (const auto& n : nodes)
+    if (n["node"] == node)
+      for (const auto& d : n["devices"])
+        if (d["index"] == device) return d["name"].get<std::string>();
+  return "unknown";
+}
+
+// The short all-to-all: one chunk, pointer addressing, device sync (host sync where ranks time-slice a GPU).
+std::vector<A2aFact> health_a2a(ToolEnv& env, const std::vector<RankFacts>& facts) {
+  auto& boot = *env.boot;
+  auto& rt = *env.rt;
+  const bool host = rt.platform() == Platform::host;
+  A2aFact f;
+  f.world = boot.world();
+  if (boot.world() < 2) {
+    f.not_run = "one rank: no peers";
+    return {f};
+  }
+  std::map<std::string, int> per_gpu;
+  bool all_mps = true;
+  for (const auto& r : facts) {
+    ++per_gpu[std::string(r.host) + "/" + r.pci_bus_id];
+    all_mps = all_mps && r.mps == 1;
+  }
+  bool shared = false;
+  for (const auto& [k, n] : per_gpu) shared = shared || n > 1;
+  A2aConfig cfg;
+  cfg.chunks = {host ? std::size_t(1) << 20 : std::size_t(16) << 20};
+  cfg.addressing = {Addressing::ptr};
+  cfg.syncs = {!host && shared && !all_mps ? SyncMode::host : SyncMode::device};
+  cfg.warmup = 2;
+  cfg.iters = 20;
+  try {
+    validate_a2a(cfg, boot.world(), host ? 0 : rt.device_info(env.device).memory_bytes, host);
+  } catch (const UsageError& e) {
+    f.not_run = e.what();
+    return {f};
+  }
+  A2aBench bench(rt, boot, env.device, cfg);
+  const auto rs = bench.run([](const std::string&) {});
+  bench.finish();
+  std::vector<A2aFact> out;
+  for (const auto& r : rs) {
+    A2aFact x;
+    x.ran = true;
+    x.world = boot.world();
+    x.chunk_bytes = r.chunk_bytes;
+    x.sync = to_string(r.sync);
+    x.graph = r.graph;
+    x.agg_bw_gbps = r.agg_bw_gbps;
+    x.wrong = r.wrong;
+    out.push_back(x);
+  }
+  return out;
+}
+
+// Every check of --health over what was measured.
+std::vector<HealthCheck> health_checks(ToolEnv& env, const Options& o, const Json& doc,
+                                       const std::vector<RankFacts>& facts,
+                                       const std::vector<LinkRaw>& before, const std::vector<LinkRaw>& after,
+                                       const std::vector<A2aFact>& a2a) {
+  auto& boot = *env.boot;
+  auto& rt = *env.rt;
+  const bool host = rt.platform() == Platform::host;
+  std::vector<HealthCheck> out = check_diagnoses(doc["diagnoses"]);
+  // Peer matrix, per node (load/store team).
+  std::map<int, std::vector<PairFact>> by_node;
+  bool over_nvlink = false;
+  for (auto r : pair_facts(doc["matrix"])) {
+    const auto& s = facts[static_cast<std::size_t>(r.src)];
+    const auto& d = facts[static_cast<std::size_t>(r.dst)];
+    if (!host) {
+      r.src_pci = s.pci_bus_id;
+      r.dst_pci = d.pci_bus_id;
+    }
+    if (s.node == boot.node_of(boot.rank())) r.links = links_between(rt, s, d);
+    over_nvlink = over_nvlink || r.links > 0;
+    by_node[s.node].push_back(r);
+  }
+  for (const auto& [node, rows] : by_node) {
+    int ranks = 0;
+    std::set<std::string> gpus;
+    for (const auto& f : facts)
+      if (f.node == node) ++ranks, gpus.insert(f.pci_bus_id);
+    const auto placement = placement_of(ranks, static_cast<int>(gpus.size()), host);
+    auto x = check_pairs(rows, placement, host ? host_outlier_limits() : OutlierLimits{});
+    out.insert(out.end(), x.begin(), x.end());
+    const auto& src = facts[static_cast<std::size_t>(rows.front().src)];
+    x = check_expectations(rows, device_name(doc["nodes"], node, src.device), host, o.expectations);
+    out.insert(out.end(), x.begin(), x.end());
+  }
+  // NVLink and Xid per GPU (each GPU once).
+  std::vector<DeviceLinks> links;
+  std::set<std::string> seen;
+  int gpus_on_node = 0;
+  for (std::size_t r = 0; r < before.size(); ++r) {
+    const std::string key = std::string(facts[r].host) + "/" + before[r].pci;
+    if (!seen.insert(key).second) continue;
+    if (facts[r].node == boot.node_of(boot.rank())) ++gpus_on_node;
+    links.push_back({before[r].pci, snapshot(before[r]), snapshot(after[r])});
+  }
+  auto x = check_links(links, gpus_on_node);
+  out.insert(out.end(), x.begin(), x.end());
+  x = check_a2a(a2a);
+  out.insert(out.end(), x.begin(), x.end());
+  std::set<std::string> gpus;
+  for (const auto& f : facts) gpus.insert(std::string(f.host) + "/" + f.pci_bus_id);
+  const std::string ic = host                         ? "host"
+                         : gpus.size() < facts.size() ? "same-device"
+                         : over_nvlink                ? "nvlink"
+                                                      : "peer";
+  x = check_a2a_expectations(a2a, device_name(doc["nodes"], facts[0].node, facts[0].device), ic,
+                             o.expectations);
+  out.insert(out.end(), x.begin(), x.end());
+  return out;
+}
+
 int run(ToolEnv& env, const Options& o) {
   auto& boot = *env.boot;
   auto& rt = *env.rt;
@@ -278,20 +506,46 @@ int run(ToolEnv& env, const Options& o) {
   const auto diagnoses = all_diagnoses(nodes, facts, o.windows);
   doc["diagnoses"] = to_json(diagnoses);
   bool timed_out = false;
+  // --health: NVLink state and Xid events watched across the measurement.
+  std::unique_ptr<detail::XidWatch> xid;
+  std::vector<LinkRaw> links_before;
+  if (o.health) {
+    if (rt.platform() != Platform::host)
+      xid = std::make_unique<detail::XidWatch>(rt.device_info(env.device).pci_bus_id);
+    links_before = boot.allgather_value("health.links.before", read_links(rt, env.device, nullptr));
+  }
   if (o.matrix) {
     auto mx = o.mx;
     mx.bytes = static_cast<std::size_t>(o.matrix_mib * (1 << 20)) / 16 * 16;
     doc["matrix"] = peer_matrix(boot, rt, env.device, choose_handle_type(rt, env.device), mx, &timed_out);
+  }
+  std::vector<HealthCheck> health;
+  if (o.health) {
+    const auto a2a = timed_out ? std::vector<A2aFact>{{false, "the peer matrix timed out", boot.world(), 0,
+                                                       "", false, std::nullopt, 0}}
+                               : health_a2a(env, facts);
+    const auto links_after =
+        boot.allgather_value("health.links.after", read_links(rt, env.device, xid.get()));
+    health = health_checks(env, o, doc, facts, links_before, links_after, a2a);
+    doc["config"]["health"] = {{"expectations", o.expectations.files}};
+    doc["health"] = to_json(health);
   }
   if (env.is_root()) {
     if (env.common.json != "-") {
       print_table(nodes);
       std::printf("diagnoses: %s\n%s", diagnoses.empty() ? "none" : "", format_diagnoses(diagnoses).c_str());
       if (o.matrix) print_matrix(doc["matrix"]);
+      if (o.health) {
+        std::printf("health:\n%s", format_health(health).c_str());
+        for (const auto& f : o.expectations.files) std::printf("  expectations: %s\n", f.c_str());
+        if (o.expectations.files.empty()) std::printf("  expectations: none found\n");
+        std::printf("health: %s\n", has_failure(health) ? "FAIL" : "ok (no check failed)");
+      }
     }
     if (!env.common.json.empty()) write_json(env.common.json, doc);
   }
   if (timed_out) return static_cast<int>(ExitCode::timeout);
+  if (o.health && has_failure(health)) return static_cast<int>(ExitCode::check_failed);
   if (o.matrix && doc["matrix"]["writes_wrong"].get<std::size_t>() > 0) {
     if (env.is_root())
       std::fprintf(stderr,
@@ -347,6 +601,16 @@ int main(int argc, char** argv) {
     app.add_option("--write-tile-kib", o.mx.write.tile_kib,
                    "--matrix: bulk/bulk-tma staging buffer, KiB: 4, 8, 16, 32 or 64 (0 = auto)")
         ->capture_default_str();
+    app.add_flag(
+        "--health", o.health,
+        "Run the probe, the peer matrix and a short all-to-all, then judge them: pass, warn, fail or "
+        "no_reference per check (exit 1 when one failed)");
+    app.add_option("--expect", o.expect,
+                   "--health: a site's expectations file (mori.expectations/1), on top of the committed "
+                   "results/expectations/default.json (its entries replace ours of the same device, "
+                   "interconnect and check)");
+    app.add_flag("--expect-only", o.expect_only,
+                 "--health: judge against the --expect file alone, in place of the committed expectations");
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");
   };
@@ -361,6 +625,15 @@ int main(int argc, char** argv) {
     o.mx.write.kernel = parse_write_kernel(o.write_kernel);
     parse_write_blocks(o.write_blocks, o.mx.write);
     validate_write_kernel(o.mx.write);
+    if ((!o.expect.empty() || o.expect_only) && !o.health) throw UsageError("--expect: only with --health");
+    if (o.expect_only && o.expect.empty())
+      throw UsageError("--expect-only: give the file with --expect FILE");
+    if (o.health) {
+      o.matrix = true;
+      const std::string ours = o.expect_only ? "" : default_expectations_path();
+      if (!ours.empty()) o.expectations = read_expectations(ours);
+      if (!o.expect.empty()) o.expectations = merge_expectations(o.expectations, read_expectations(o.expect));
+    }
   };
   spec.body = [&](ToolEnv& env) {
     if (o.list_diagnoses) return list_catalog(env);

@@ -19,6 +19,7 @@ constexpr const char* kKnownPoints[] = {
     "a2a.no-launch",       "a2a.no-barrier",         "a2a.stale",
     "a2a.overrun",         "a2a.announce",           "a2a.distinct-policy",
     "journal.full",        "matrix.no-pong",         "matrix.short-write",
+    "matrix.slow-pair",
 };
 
 bool ends_with(const std::string& s, const char* suffix) {

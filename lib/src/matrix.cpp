@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/detail/fault.hpp"
@@ -81,12 +82,24 @@ std::vector<double> gpu_gbps(Ctx& c, const std::vector<std::function<void()>>& r
   return gbps;
 }
 
+// Test-only (MORI_FAULT=matrix.slow-pair:<rank>): that rank's transfers to the next rank of its team are
+// slowed, a degraded pair for mori-probe --health to name (docs/mori-probe.md "Health").
+bool slow_pair(Ctx& c, int peer) {
+  if (!detail::fault_armed("matrix.slow-pair", c.boot.rank())) return false;
+  const auto& team = c.boot.team();
+  const auto me = std::find(team.begin(), team.end(), c.boot.rank());
+  if (me == team.end()) return false;
+  return peer == team[static_cast<std::size_t>(me - team.begin() + 1) % team.size()];
+}
+
 // The host runtime's copy between a local buffer and peer's slot: GB/s of memcpy.
 double host_gbps(Ctx& c, int peer, int lsa, int read) {
   std::vector<double> ms;
   char* remote = peer_base(c, peer, lsa);
+  const bool slow = slow_pair(c, peer);
   for (int i = 0; i <= c.o.iterations; ++i) {
     const auto t0 = Clock::now();
+    if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::memcpy(read ? c.sink : remote, read ? remote : c.scratch, c.o.bytes);
     if (i) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }

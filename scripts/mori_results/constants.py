@@ -23,6 +23,7 @@ SCHEMAS = {
     "mori.evidence": (1,),
     "mori.baseline": (1,),
     "mori.published": (1,),
+    "mori.expectations": (1,),
 }
 
 # Schema files under results/schema/ by schema name (scripts/validate-json).
@@ -35,6 +36,7 @@ SCHEMA_FILES = {
     "mori.baseline": "baseline.schema.json",
     "mori.evidence": "evidence.schema.json",
     "mori.published": "published.schema.json",
+    "mori.expectations": "expectations.schema.json",
 }
 
 # Bounds of the reader.

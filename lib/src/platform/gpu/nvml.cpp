@@ -40,9 +40,17 @@ struct FieldValue {  // nvmlFieldValue_t
     unsigned long long ull;
   } value;
 };
-constexpr unsigned kNvlinkSpeedCommon = 90;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
-constexpr unsigned kNvlinkGetSpeed = 164;    // NVML_FI_DEV_NVLINK_GET_SPEED (per link, scope = link index)
-constexpr unsigned kMaxLinks = 18;           // NVML_NVLINK_MAX_LINKS
+struct EventData {  // nvmlEventData_t
+  Dev device;
+  unsigned long long event_type, event_data;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+constexpr unsigned long long kXidCritical = 0x8;                 // nvmlEventTypeXidCriticalError
+constexpr int kErrReplay = 0, kErrCrcFlit = 2, kErrCrcData = 3;  // nvmlNvLinkErrorCounter_t
+constexpr Ret kTimeout = 10;                                     // NVML_ERROR_TIMEOUT
+constexpr unsigned kNvlinkSpeedCommon = 90;                      // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+constexpr unsigned kNvlinkGetSpeed = 164;  // NVML_FI_DEV_NVLINK_GET_SPEED (per link, scope = link index)
+constexpr unsigned kMaxLinks = 18;         // NVML_NVLINK_MAX_LINKS
 
 struct Api {
   void* lib = nullptr;
@@ -59,6 +67,11 @@ struct Api {
   Ret (*link_remote_type)(Dev, unsigned, int*) = nullptr;
   Ret (*field_values)(Dev, int, FieldValue*) = nullptr;
   Ret (*fabric_info)(Dev, FabricInfo*) = nullptr;
+  Ret (*link_error_counter)(Dev, unsigned, int, unsigned long long*) = nullptr;
+  Ret (*event_set_create)(void**) = nullptr;
+  Ret (*register_events)(Dev, unsigned long long, void*) = nullptr;
+  Ret (*event_set_wait)(void*, EventData*, unsigned) = nullptr;
+  Ret (*event_set_free)(void*) = nullptr;
 
   std::string err(Ret r) const { return error_string ? error_string(r) : "error " + std::to_string(r); }
 };
@@ -91,6 +104,11 @@ const Api& api() {
     sym(a, a.link_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
     sym(a, a.field_values, "nvmlDeviceGetFieldValues");
     sym(a, a.fabric_info, "nvmlDeviceGetGpuFabricInfo");
+    sym(a, a.link_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+    sym(a, a.event_set_create, "nvmlEventSetCreate");
+    sym(a, a.register_events, "nvmlDeviceRegisterEvents");
+    sym(a, a.event_set_wait, "nvmlEventSetWait_v2");
+    sym(a, a.event_set_free, "nvmlEventSetFree");
     if (!a.init || !a.by_pci) {
       a.why = "libnvidia-ml.so.1 lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2";
       a.init = nullptr;
@@ -124,10 +142,24 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
   }
   std::map<std::string, NvlinkPeer> peers;
   unsigned first_active = kMaxLinks;
+  unsigned long long replay = 0, crc = 0;
+  bool counters = a.link_error_counter != nullptr;
   for (unsigned l = 0; l < kMaxLinks; ++l) {
     int active = 0;
-    if (a.link_state(h, l, &active) != 0 || !active) continue;  // NOT_SUPPORTED past the last link
+    if (a.link_state(h, l, &active) != 0) continue;  // NOT_SUPPORTED past the last link
+    if (!active) {
+      ++d.nvlink_inactive;
+      continue;
+    }
     ++d.nvlink_active;
+    for (int c : {kErrReplay, kErrCrcFlit, kErrCrcData}) {
+      unsigned long long v = 0;
+      if (!counters || a.link_error_counter(h, l, c, &v) != 0) {
+        counters = false;
+        break;
+      }
+      (c == kErrReplay ? replay : crc) += v;
+    }
     first_active = std::min(first_active, l);
     PciInfo p{};
     std::string remote = a.link_remote_pci(h, l, &p) == 0 ? std::string(p.bus_id) : "unknown";
@@ -140,6 +172,10 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
   }
   for (auto& [k, v] : peers) d.nvlink.push_back(v);
   d.nvlink_known = true;
+  if (counters && d.nvlink_active > 0) {
+    d.replay_errors = replay;
+    d.crc_errors = crc;
+  }
   if (a.field_values) {
     FieldValue f{};
     f.field_id = kNvlinkSpeedCommon;
@@ -210,6 +246,57 @@ NvmlDevice nvml_device(const std::string& pci_bus_id) {
   if (a.mig_mode && a.mig_mode(h, &mig_current, &mig_pending) == 0) d.mig_mode = mig_current ? 1 : 0;
   read_fabric(a, h, d);
   return d;
+}
+
+XidWatch::XidWatch(const std::string& pci_bus_id) noexcept {
+  const Api& a = api();
+  if (!a.init) {
+    why_ = a.why;
+    return;
+  }
+  if (!a.event_set_create || !a.register_events || !a.event_set_wait || !a.event_set_free) {
+    why_ = "this NVML has no event sets";
+    return;
+  }
+  Dev h = nullptr;
+  if (Ret r = a.by_pci(pci_bus_id.c_str(), &h); r != 0) {
+    why_ = "nvmlDeviceGetHandleByPciBusId_v2(" + pci_bus_id + "): " + a.err(r);
+    return;
+  }
+  void* set = nullptr;
+  if (Ret r = a.event_set_create(&set); r != 0) {
+    why_ = "nvmlEventSetCreate: " + a.err(r);
+    return;
+  }
+  if (Ret r = a.register_events(h, kXidCritical, set); r != 0) {
+    why_ = "nvmlDeviceRegisterEvents(XidCriticalError): " + a.err(r);
+    a.event_set_free(set);
+    return;
+  }
+  set_ = set;
+}
+
+XidWatch::~XidWatch() {
+  if (set_) api().event_set_free(set_);
+}
+
+std::optional<int> XidWatch::events(std::string* why) noexcept {
+  if (!set_) {
+    *why = why_;
+    return std::nullopt;
+  }
+  const Api& a = api();
+  for (int i = 0; i < 1024; ++i) {  // bounded: drain what is queued, never wait
+    EventData e{};
+    const Ret r = a.event_set_wait(set_, &e, 0);
+    if (r == kTimeout) break;
+    if (r != 0) {
+      *why = "nvmlEventSetWait_v2: " + a.err(r);
+      return std::nullopt;
+    }
+    if (e.event_type & kXidCritical) ++seen_;
+  }
+  return seen_;
 }
 
 }  // namespace mori::symm::detail

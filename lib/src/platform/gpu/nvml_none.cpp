@@ -16,3 +16,14 @@ NvmlDevice nvml_device(const std::string&) {
 }
 
 }  // namespace mori::symm::detail
+
+namespace mori::symm::detail {
+
+XidWatch::XidWatch(const std::string&) noexcept : why_("built without NVIDIA support") {}
+XidWatch::~XidWatch() = default;
+std::optional<int> XidWatch::events(std::string* why) noexcept {
+  *why = why_;
+  return std::nullopt;
+}
+
+}  // namespace mori::symm::detail

@@ -1,9 +1,10 @@
 // NVML, loaded at run time (dlopen "libnvidia-ml.so.1") where present: what the driver knows about a GPU that
-// the CUDA driver API does not say (compute mode, NVLink topology, fabric registration). Every fact that
-// could not be read carries the reason instead.
+// the CUDA driver API does not say (compute mode, NVLink topology and error counters, fabric registration,
+// Xid events). Every fact that could not be read carries the reason instead.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,12 @@ struct NvmlDevice {
   bool nvlink_known = false;
   std::string nvlink_why;
   int nvlink_active = 0;
+  int nvlink_inactive = 0;  // links NVML lists whose state is not active
   std::uint32_t link_mbps = 0;
   std::vector<NvlinkPeer> nvlink;
+  // Error counters summed over the active links (mori-probe --health); nullopt where one could not be read.
+  std::optional<unsigned long long> replay_errors;  // NVML_NVLINK_ERROR_DL_REPLAY
+  std::optional<unsigned long long> crc_errors;     // NVML_NVLINK_ERROR_DL_CRC_FLIT + _CRC_DATA
   // GPU fabric registration (fabric manager / IMEX domains).
   bool fabric_known = false;
   std::string fabric_why;
@@ -44,5 +49,21 @@ struct NvmlDevice {
 
 NvmlInfo nvml_info();
 NvmlDevice nvml_device(const std::string& pci_bus_id);
+
+// Critical Xid events of one GPU from the moment of construction (an NVML event set); never throws.
+class XidWatch {
+ public:
+  explicit XidWatch(const std::string& pci_bus_id) noexcept;
+  ~XidWatch();
+  XidWatch(const XidWatch&) = delete;
+  XidWatch& operator=(const XidWatch&) = delete;
+  // Events seen so far (drained without waiting), or nullopt with the reason where they cannot be watched.
+  std::optional<int> events(std::string* why) noexcept;
+
+ private:
+  void* set_ = nullptr;
+  std::string why_;
+  int seen_ = 0;
+};
 
 }  // namespace mori::symm::detail
