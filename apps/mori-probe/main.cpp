@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -13,6 +12,7 @@
 #include "mori/symm/doctor.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "mori/symm/health.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/matrix.hpp"
@@ -245,16 +245,15 @@ void print_matrix(const Json& m) {
 // ---- --health (docs/mori-probe.md "Health")
 // ------------------------------------------------------------------
 
-// Bounded read of one expectations file (1 MiB at most); bad input is a UsageError naming the file. The
-// project's bounded reader (files.hpp, not on this branch yet) should take over this read.
+// One expectations file through the tools' bounded reader (files.hpp; 1 MiB at most); every way it can be
+// wrong (absent, not a regular file, too large, unreadable) is a UsageError naming the file.
 Expectations read_expectations(const std::string& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw UsageError("--expect: " + path + ": " + ec.message());
-  if (size > (1u << 20)) throw UsageError("--expect: " + path + ": larger than 1 MiB");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("--expect: " + path + ": cannot open");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text = read_file(path, kExpectations);
+  } catch (const FileError& e) {
+    throw UsageError(std::string("--expect: ") + e.what());
+  }
   Json doc;
   try {
     doc = Json::parse(text);
