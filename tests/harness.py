@@ -1,6 +1,7 @@
 """The harness the Python test scripts share: each check prints PASS/FAIL (with the output of a failing one), and
 finish() prints "N passed, N failed" and exits 1 on any failure; MPI jobs and what they leave behind."""
 import glob
+import json
 import os
 import re
 import subprocess
@@ -8,6 +9,15 @@ import sys
 import time
 
 _checks, _failures = [], []
+
+
+def load_json(path):
+    """The JSON document at path, or None where it is missing or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def check(name, ok, out="", tail=3000):

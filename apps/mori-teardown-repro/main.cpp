@@ -419,6 +419,23 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
   return finish_report(env, doc, scs);
 }
 
+// Rank 0's report after a bound expired: no collective (its peers may be gone), this rank's meta, the
+// journals as they are now, and bound_expired naming the wait. The exit code stays 4.
+void report_expired_bound(ToolEnv& env, const Options& o, const WindowOptions& wo, const std::string& what) {
+  try {
+    Json doc;
+    doc["schema"] = "mori.teardown/1";
+    doc["meta"] = make_meta(env, to_string(wo.handle_type), false);
+    doc["config"] = {{"scenario", o.scenario},       {"windows", o.windows},
+                     {"size_bytes", wo.bytes},       {"cycles", o.cycles},
+                     {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
+    doc["bound_expired"] = {{"rank", env.boot ? env.boot->rank() : 0}, {"what", what}};
+    (void)finish_report(env, doc, summarize_journals(o.journal_dir));
+  } catch (const Error& e) {
+    spdlog::error("the report after the expired bound could not be written: {}", e.what());
+  }
+}
+
 int run(ToolEnv& env, const Options& o) {
   if (!o.summarize.empty()) return summarize_only(env, o);
   auto& boot = *env.boot;
@@ -443,12 +460,21 @@ int run(ToolEnv& env, const Options& o) {
   } else {
     todo.push_back(find(o.scenario));
   }
-  for (const auto* s : todo) {
-    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
-    run_scenario(env, j, o, *s, wo);
+  try {
+    for (const auto* s : todo) {
+      if (env.is_root()) spdlog::info("scenario {} ...", s->name);
+      run_scenario(env, j, o, *s, wo);
+    }
+    boot.barrier("teardown.done");
+    return report(env, o, wo, gather_write_errors(boot, j));
+  } catch (const TimeoutError& e) {
+    // A wait between steps ran past --timeout-s: the journal says so (an expired bound, not a crash), and
+    // rank 0 writes what the journals hold so far without waiting for its peers
+    // (docs/mori-teardown-repro.md).
+    j.bound_expired(e.what());
+    if (env.is_root()) report_expired_bound(env, o, wo, e.what());
+    throw;
   }
-  boot.barrier("teardown.done");
-  return report(env, o, wo, gather_write_errors(boot, j));
 }
 
 }  // namespace
