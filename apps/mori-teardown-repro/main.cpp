@@ -419,27 +419,33 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
   return finish_report(env, doc, scs);
 }
 
-// Rank 0's report after a bound expired: no collective (its peers may be gone), this rank's meta, the
-// journals as they are now, and bound_expired naming the wait. The exit code stays 4.
-void report_expired_bound(ToolEnv& env, const Options& o, const WindowOptions& wo, const std::string& what) {
-  try {
-    Json doc;
-    doc["schema"] = "mori.teardown/1";
-    doc["meta"] = make_meta(env, to_string(wo.handle_type), false);
-    doc["config"] = {{"scenario", o.scenario},       {"windows", o.windows},
-                     {"size_bytes", wo.bytes},       {"cycles", o.cycles},
-                     {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
-    doc["bound_expired"] = {{"rank", env.boot ? env.boot->rank() : 0}, {"what", what}};
-    (void)finish_report(env, doc, summarize_journals(o.journal_dir));
-  } catch (const Error& e) {
-    spdlog::error("the report after the expired bound could not be written: {}", e.what());
-  }
+// Whether this job claimed its journal folder: only then are the journals there its own.
+bool g_claimed_journal_dir = false;
+
+// Rank 0's report after a bound expired, wherever (the bootstrap included): no collective (its peers may be
+// gone), this rank's meta, this job's journals as they are now (none before it claimed the folder), and
+// bound_expired naming the wait. The exit code stays 4 (docs/mori-teardown-repro.md).
+void report_expired_bound(ToolEnv& env, const Options& o, const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0 || !o.summarize.empty()) return;
+  Json doc;
+  doc["schema"] = "mori.teardown/1";
+  doc["meta"] = make_meta(env, "", false);
+  doc["config"] = {
+      {"scenario", o.scenario}, {"windows", o.windows},         {"size", o.size},
+      {"cycles", o.cycles},     {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
+  doc["bound_expired"] = {{"rank", rank}, {"what", what}};
+  std::vector<ScenarioSummary> scs;
+  if (g_claimed_journal_dir) scs = summarize_journals(o.journal_dir);
+  (void)finish_report(env, doc, scs);
 }
 
 int run(ToolEnv& env, const Options& o) {
   if (!o.summarize.empty()) return summarize_only(env, o);
   auto& boot = *env.boot;
   claim_journal_dir(boot, o.journal_dir);
+  g_claimed_journal_dir = true;
   // The cheap doctor checks: errors are printed now, and a failing rendezvous prints the kept causes again.
   const auto dx = cheap_diagnoses(boot, env.rt.get(), env.device, o.windows);
   if (env.is_root() && has_error(dx)) spdlog::warn("doctor:\n{}", format_diagnoses(dx));
@@ -468,11 +474,9 @@ int run(ToolEnv& env, const Options& o) {
     boot.barrier("teardown.done");
     return report(env, o, wo, gather_write_errors(boot, j));
   } catch (const TimeoutError& e) {
-    // A wait between steps ran past --timeout-s: the journal says so (an expired bound, not a crash), and
-    // rank 0 writes what the journals hold so far without waiting for its peers
-    // (docs/mori-teardown-repro.md).
+    // A wait between steps ran past --timeout-s: the journal says so (an expired bound, not a crash); rank 0
+    // writes the report (report_expired_bound, through tool_main).
     j.bound_expired(e.what());
-    if (env.is_root()) report_expired_bound(env, o, wo, e.what());
     throw;
   }
 }
@@ -516,5 +520,6 @@ int main(int argc, char** argv) {
     if (o.handle_type != "auto") parse_handle_type(o.handle_type);
   };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
+  spec.bound_expired = [&](ToolEnv& env, const std::string& what) { report_expired_bound(env, o, what); };
   return tool_main(argc, argv, spec);
 }

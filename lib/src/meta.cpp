@@ -57,17 +57,23 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   m["build_stale"] = stale ? Json(*stale) : Json(nullptr);
   m["argv"] = env.argv;
   m["time"] = utc_now();
-  m["world"] = collective || !env.boot ? static_cast<int>(all.size()) : env.boot->world();
+  // Not collective: this rank alone, in a world whose size MPI knows even where the bootstrap never finished.
+  int world_rank = 0, world_size = static_cast<int>(all.size());
+  if (!collective) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  }
+  m["world"] = world_size;
   Json ranks = Json::array();
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const int rank = collective || !env.boot ? static_cast<int>(r) : env.boot->rank();
+    const int rank = collective ? static_cast<int>(r) : world_rank;
     ranks.push_back({{"rank", rank},
                      {"host", all[r].host},
                      {"pid", all[r].pid},
                      {"device", all[r].device},
                      {"device_name", all[r].device_name},
                      {"arch", all[r].arch},
-                     {"node", env.boot ? env.boot->node_of(rank) : 0}});
+                     {"node", env.boot && rank < env.boot->world() ? env.boot->node_of(rank) : 0}});
   }
   m["ranks"] = ranks;
   m["backend"] = backend;
@@ -92,8 +98,7 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   for (std::size_t i = 0; i < faults.size(); ++i) {
     Json fired = Json::array();
     for (std::size_t r = 0; r < all.size() && i < 64; ++r)
-      if (all[r].faults_fired >> i & 1)
-        fired.push_back(collective || !env.boot ? static_cast<int>(r) : env.boot->rank());
+      if (all[r].faults_fired >> i & 1) fired.push_back(collective ? static_cast<int>(r) : world_rank);
     mfaults.push_back({{"point", faults[i].point}, {"rank", faults[i].rank}, {"fired_on", fired}});
   }
   m["faults"] = mfaults;

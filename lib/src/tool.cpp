@@ -266,6 +266,16 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
     code = static_cast<int>(e.code());
+    // A bound expired, wherever (the bootstrap included): the tool may still write what happened, without
+    // waiting for its peers.
+    if (e.code() == ExitCode::timeout && spec.bound_expired) {
+      try {
+        spec.bound_expired(env, e.what());
+      } catch (const std::exception& e2) {
+        std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
+                     rank_tag().c_str(), e2.what());
+      }
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
     code = static_cast<int>(ExitCode::runtime);

@@ -50,6 +50,9 @@ struct ToolSpec {
   std::function<void()> validate;     // after parsing, before MPI traffic or allocation; throws UsageError
   std::function<int(ToolEnv&)> body;  // returns the exit code
   bool needs_runtime = true;
+  // Called on a rank whose run ended because a wait ran past --timeout-s (exit 4), anywhere after parsing; it
+  // must not wait for other ranks. Optional.
+  std::function<void(ToolEnv&, const std::string& what)> bound_expired;
 };
 
 // Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
