@@ -158,8 +158,9 @@ check("8 ranks, --timeout-s 0.01: exit 4 and rank 0's JSON of what happened (bou
 # Where the bound expired after the journals began, --summarize calls a rank with an H line a hang, never a crash.
 hung = set()
 for name in os.listdir(jd) if os.path.isdir(jd) else []:
-    if name.endswith(".journal") and "\nH\t" in "\n" + open(os.path.join(jd, name)).read():
-        hung.add(int(name[5:-8]))
+    if name.startswith("rank-") and name.endswith(".journal"):
+        if "\nH\t" in "\n" + open(os.path.join(jd, name)).read():
+            hung.add(int(name[5:-8]))
 if hung:
     rc, out = run([TD, "--backend", "host", "--summarize", jd, "--json", os.path.join(TMP, "s8.json")])
     sdoc = load(os.path.join(TMP, "s8.json")) or {}
@@ -186,6 +187,8 @@ rc, out = mpi("-n", "4", "prlimit", "--nofile=32", TD, "--backend", "host", "--t
               timeout=180)
 first = None
 for name in sorted(os.listdir(jd)) if os.path.isdir(jd) else []:
+    if not (name.startswith("rank-") and name.endswith(".journal")):
+        continue
     r = int(name[5:-8])
     for ln in open(os.path.join(jd, name)).read().splitlines():
         f = ln.split("\t")

@@ -460,6 +460,8 @@ int run(ToolEnv& env, const Options& o) {
   static std::unique_ptr<Journal> journal;
   journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
   Journal& j = *journal;
+  // A step that runs past the bound ends the rank from the watchdog's thread: rank 0 writes the report first.
+  j.on_step_expired([&env, &o](const std::string& what) { report_expired_bound(env, o, what); });
   std::vector<const Scenario*> todo;
   if (o.scenario == "all") {
     for (const auto& s : scenarios()) todo.push_back(&s);

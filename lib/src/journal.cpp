@@ -156,6 +156,14 @@ void Journal::watchdog() {
     if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
       line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
       spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
+      if (on_expired_) {
+        try {
+          on_expired_("a step ran past its bound of " + std::to_string(bound_s_) + " s");
+        } catch (const std::exception& e) {
+          spdlog::error("teardown journal: the report after the expired bound: {}", e.what());
+        }
+      }
+      std::fflush(stdout);
       _exit(static_cast<int>(ExitCode::timeout));
     }
   }

@@ -47,6 +47,10 @@ class Journal {
   // A wait outside any step ran past its bound (a TimeoutError): an "H" line naming it, so that the summary
   // tells an expired bound from a crash. No-op outside a scenario.
   void bound_expired(const std::string& what);
+  // Called by the watchdog, on its thread, after it journalled a step that ran past its bound and before it
+  // ends the process with exit 4 (for a report of what happened; it must not wait for other ranks). Set it
+  // before the first step.
+  void on_step_expired(std::function<void(const std::string& what)> f) { on_expired_ = std::move(f); }
   void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
              std::uint64_t free_bytes);
   const std::string& path() const noexcept { return path_; }
@@ -69,6 +73,7 @@ class Journal {
   std::atomic<std::int64_t> step_started_ns_{0};  // 0 = no step running
   std::atomic<bool> stop_{false};
   std::thread watchdog_;
+  std::function<void(const std::string&)> on_expired_;
 };
 
 // One scenario of a run, over the ranks whose journals hold it.
