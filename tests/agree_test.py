@@ -153,8 +153,7 @@ rc, out = mpi("-n", "8", TD, "--backend", "host", "--timeout-s", "0.01", "--jour
               timeout=180)
 doc = load(td_json)
 check("8 ranks, --timeout-s 0.01: exit 4 and rank 0's JSON of what happened (bound_expired naming the wait)",
-      rc == 4 and doc is not None and doc.get("bound_expired", {}).get("what", "") in out and
-      doc["meta"]["world"] == 8, out)
+      rc == 4 and doc is not None and doc.get("bound_expired", {}).get("what") and doc["meta"]["world"] == 8, out)
 # Where the bound expired after the journals began, --summarize calls a rank with an H line a hang, never a crash.
 hung = set()
 for name in os.listdir(jd) if os.path.isdir(jd) else []:
@@ -192,7 +191,7 @@ for name in sorted(os.listdir(jd)) if os.path.isdir(jd) else []:
     r = int(name[5:-8])
     for ln in open(os.path.join(jd, name)).read().splitlines():
         f = ln.split("\t")
-        if f[0] == "E" and f[4] and len(f) > 6:
+        if f[0] == "E" and f[4] not in ("", "ok") and len(f) > 6:
             if first is None or int(f[6]) < first[0]:
                 first = (int(f[6]), f[2], f[4], r)
             break

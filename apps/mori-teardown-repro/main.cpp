@@ -365,7 +365,9 @@ void print_table(const std::vector<ScenarioSummary>& scs) {
 
 // Adds scenarios[] (each with its expected outcome) to doc, prints the table and writes the document. Returns
 // the exit code: check_failed where an outcome differs from the expected one (a pending one is not judged).
-int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& scs) {
+// writer: this rank prints the table and writes the document (rank 0; after an expired bound, any rank whose
+// bound expired writes the file, since mpirun may end rank 0 before its own bound expires).
+int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& scs, bool writer) {
   int bad = 0;
   doc["scenarios"] = Json::array();
   for (const auto& s : scs) {
@@ -375,9 +377,12 @@ int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& s
     j["expected"] = expected_text(s);
     doc["scenarios"].push_back(j);
   }
-  if (env.is_root()) {
-    if (env.common.json != "-") print_table(scs);
-    if (!env.common.json.empty()) write_json(env.common.json, doc);
+  if (writer) {
+    int world_rank = 0;  // not env.is_root(): after an expired bound the bootstrap may not exist
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (env.common.json != "-" && world_rank == 0) print_table(scs);
+    if (!env.common.json.empty() && (env.common.json != "-" || world_rank == 0))
+      write_json(env.common.json, doc);
   }
   return bad ? static_cast<int>(ExitCode::check_failed) : 0;
 }
@@ -388,7 +393,7 @@ int summarize_only(ToolEnv& env, const Options& o) {
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, "");
   doc["config"] = {{"summarize", o.summarize}};
-  return finish_report(env, doc, summarize_journals(o.summarize));
+  return finish_report(env, doc, summarize_journals(o.summarize), env.is_root());
 }
 
 int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
@@ -416,19 +421,19 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
       sc.outcome = TeardownOutcome::pending;
       sc.detail = "teardown runs at exit; run --summarize " + o.journal_dir + " after the job";
     }
-  return finish_report(env, doc, scs);
+  return finish_report(env, doc, scs, env.is_root());
 }
 
 // Whether this job claimed its journal folder: only then are the journals there its own.
 bool g_claimed_journal_dir = false;
 
-// Rank 0's report after a bound expired, wherever (the bootstrap included): no collective (its peers may be
-// gone), this rank's meta, this job's journals as they are now (none before it claimed the folder), and
+// The report of a rank whose bound expired, wherever (the bootstrap included): no collective (its peers may
+// be gone), this rank's meta, this job's journals as they are now (none before it claimed the folder), and
 // bound_expired naming the wait. The exit code stays 4 (docs/mori-teardown-repro.md).
 void report_expired_bound(ToolEnv& env, const Options& o, const std::string& what) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0 || !o.summarize.empty()) return;
+  if (!o.summarize.empty()) return;
   Json doc;
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, "", false);
@@ -438,7 +443,7 @@ void report_expired_bound(ToolEnv& env, const Options& o, const std::string& wha
   doc["bound_expired"] = {{"rank", rank}, {"what", what}};
   std::vector<ScenarioSummary> scs;
   if (g_claimed_journal_dir) scs = summarize_journals(o.journal_dir);
-  (void)finish_report(env, doc, scs);
+  (void)finish_report(env, doc, scs, true);
 }
 
 int run(ToolEnv& env, const Options& o) {
