@@ -124,7 +124,8 @@ check("one rank whose library is another build than its app: exit 2", rc == 2 an
 
 # ---- D. Surprises settled --------------------------------------------------------------------------------------
 for arg, text in (("4,,8", "--chunk-kib: item 2 is empty"), ("1,1,1,1", "--chunk-kib: item 2 '1' repeats item 1"),
-                  ("1,1024B", "item 2 '1024B' repeats item 1"), ("4X", "B, K, M, G")):
+                  ("1,1024B", "item 2 '1024B' repeats item 1"),
+                  ("4X", "'4X' is not a size (item 1; accepted: KiB as a number, or with a unit B, K, M, G")):
     rc, out = mpi("-n", "2", A2A, "--backend", "host", "--timeout-s", "5", "--chunk-kib", arg)
     n = sum(text in ln for ln in out.splitlines())
     check(f"--chunk-kib {arg}: exit 2 naming the item on every rank", rc == 2 and n == 2, out)

@@ -32,24 +32,20 @@ struct Options {
 
 // One item of --chunk-kib: a number of KiB, or a size with its unit (B, K, M, G: 4096B, 64M).
 std::size_t chunk_item_bytes(const std::string& s, std::size_t index) {
-  const std::string where = "--chunk-kib: item " + std::to_string(index + 1);
-  if (s.empty())
-    throw UsageError(where +
-                     " is empty (accepted: KiB as a number, or with a unit B, K, M, G: 256, 4096B, 64M)");
+  const std::string accepted = "accepted: KiB as a number, or with a unit B, K, M, G: 256, 4096B, 64M";
+  const std::string item = "item " + std::to_string(index + 1);
+  if (s.empty()) throw UsageError("--chunk-kib: " + item + " is empty (" + accepted + ")");
   const bool kib = std::isdigit(static_cast<unsigned char>(s.back())) != 0;
   std::size_t v = 0;
   try {
-    v = parse_size(where, s);
+    v = parse_size("--chunk-kib", s);
   } catch (const UsageError&) {
-    throw UsageError(
-        where + " '" + s +
-        "' is not a size (accepted: KiB as a number, or with a unit B, K, M, G: " + "256, 4096B, 64M)");
+    throw UsageError("--chunk-kib: '" + s + "' is not a size (" + item + "; " + accepted + ")");
   }
-  if (kib && v > (std::size_t{1} << 40)) throw UsageError(where + " '" + s + "' is too large");
-  if (v == 0) throw UsageError(where + " '" + s + "' is zero");
-  const std::size_t bytes = kib ? v << 10 : v;
-  if (bytes > (std::size_t{1} << 50)) throw UsageError(where + " '" + s + "' is too large");
-  return bytes;
+  // Zero is left to the configuration's own check ("chunk size: must be > 0").
+  if ((kib && v > (std::size_t{1} << 40)) || (!kib && v > (std::size_t{1} << 50)))
+    throw UsageError("--chunk-kib: '" + s + "' is too large (" + item + ")");
+  return kib ? v << 10 : v;
 }
 
 std::vector<std::size_t> chunk_sizes(const Options& o) {
