@@ -57,7 +57,7 @@ CASES = [
     ("mori-a2a", 2, ["--no-such-option"], {}, 2, "--no-such-option"),
     ("mori-a2a", 2, [], {"MORI_LOG_LEVEL": "loud"}, 2, "MORI_LOG_LEVEL: unknown level 'loud'"),
     ("mori-a2a", 2, [], {"MORI_NODE_ID": LONG}, 2, "MORI_NODE_ID: at most 31 characters"),
-    ("mori-a2a", 2, ["MPMD"], {}, 2, "command-line options differ between ranks: {ranks 0} {ranks 1}"),
+    ("mori-a2a", 2, ["MPMD"], {}, 2, "command-line options differ between ranks: ranks 0 run with '--backend host --chunk-kib 64', ranks 1 run with '--backend host --chunk-kib 128'"),
     ("mori-a2a", 2, ["--stride-quantum", "4611686018427387904"], {}, 2, "--stride-quantum: the flat span"),
     ("mori-a2a", 2, [], {"MORI_FAULT": "rendezvous.nope:1"}, 2, "MORI_FAULT: unknown point 'rendezvous.nope'"),
     ("mori-probe", 1, ["--deep-mib", "1"], {}, 2, "--deep-mib: must be in [2, 65536]"),

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, finish, leftovers  # noqa: E402
 import tempfile
+import time
 
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
@@ -57,17 +58,12 @@ for spec, cmd, what in faults:
           out + f"\nleft behind: {left}")
 
 # Hostile senders: ranks pause 3 s after binding (test-only), while the attackers send.
+# The attacker aims at this test's own job: the socket name is the one a process of the test holds (never another
+# job's on the same machine), found by the test and passed on the command line.
 ATTACKER = r'''
-import os, re, socket, sys, time
-deadline = time.time() + 10
-while time.time() < deadline:
-    names = re.findall(r"@(mori-symm-([0-9a-f]{32})-0)\b", open("/proc/net/unix").read())
-    if names:
-        break
-    time.sleep(0.02)
-else:
-    sys.exit(3)
-name, nonce = names[0]
+import os, re, socket, sys
+name = sys.argv[1]
+nonce = re.fullmatch(r"mori-symm-([0-9a-f]{32})-0", name).group(1)
 payload = b"MORIFD01" + bytes.fromhex(nonce) + (1).to_bytes(4, "little") + (1).to_bytes(4, "little")
 fd = os.open("/dev/null", os.O_RDONLY)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -75,6 +71,18 @@ s.connect("\0" + name)
 socket.send_fds(s, [payload], [fd])
 print("sent to", name, flush=True)
 '''
+
+
+def own_rank0_socket(job_proc, bound_s=10):
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline and job_proc.poll() is None:
+        names = [n for n in harness.job_sockets() if n.endswith("-0")]
+        if names:
+            return names[0]
+        time.sleep(0.02)
+    return None
+
+
 attacker = os.path.join(tmp, "attacker.py")
 with open(attacker, "w") as f:
     f.write(ATTACKER)
@@ -86,11 +94,16 @@ for who, prefix, why in (("same user, not in the job", [], "is not rank 1's"),
     if prefix and shutil.which("setpriv") is None:
         check(f"hostile sender, {who}: setpriv missing", False)
         continue
-    a = subprocess.Popen([*prefix, sys.executable, attacker], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True)
-    rc, out, _ = job([WIN, "--backend", "host", "--timeout-s", "20", "--handle-type", "posix_fd"],
-                     {"MORI_FAULT": "rendezvous.slow:*"}, tmp)
-    aout = a.communicate(timeout=30)[0]
+    j = harness.start_job([*MPIRUN, "-n", "4", WIN, "--backend", "host", "--timeout-s", "20", "--handle-type",
+                           "posix_fd"], {"MORI_FAULT": "rendezvous.slow:*", "TMPDIR": tmp}, cwd=tmp)
+    name = own_rank0_socket(j)
+    aout = "no socket of this test's job was found"
+    if name:
+        a = subprocess.run([*prefix, sys.executable, attacker, name], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        aout = a.stdout
+    out = j.communicate(timeout=120)[0]
+    rc = j.returncode
     ok = rc == 0 and "sent to" in aout and out.count("wrong 0") == 4 and "dropped a datagram" in out and why in out \
         and "1 fd(s) closed" in out
     check(f"hostile sender, {who}: rejected with a warning, fd closed, rendezvous still succeeds", ok,

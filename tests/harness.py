@@ -1,6 +1,7 @@
 """The harness the Python test scripts share: each check prints PASS/FAIL (with the output of a failing one), and
 finish() prints "N passed, N failed" and exits 1 on any failure; MPI jobs and what they leave behind."""
 import glob
+import json
 import os
 import re
 import subprocess
@@ -8,6 +9,15 @@ import sys
 import time
 
 _checks, _failures = [], []
+
+
+def load_json(path):
+    """The JSON document at path, or None where it is missing or not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def check(name, ok, out="", tail=3000):
@@ -35,17 +45,24 @@ def skip(reason):
 # ---- MPI jobs and what they leave behind ------------------------------------------------------------------------
 # Every job gets a tag in its environment (inherited by mpirun's ranks), so that a leftover is counted only when a
 # process of this test holds it: tests of other builds may run on the same machine at the same time.
-TAG_VARIABLE = "SYMM_TEST_TAG"
-_TAG = f"{os.getpid()}-{time.time_ns()}"
+TAG_VARIABLE = "SYMM_TESTTAG"
+TAG = f"{os.getpid()}-{time.time_ns()}"
 
 
 def job(cmd, env=None, timeout=240, cwd=None):
     """Runs cmd (an mpirun line or a tool) with the test's tag; returns (exit code, output, seconds)."""
-    e = dict(os.environ, **(env or {}), **{TAG_VARIABLE: _TAG})
+    e = dict(os.environ, **(env or {}), **{TAG_VARIABLE: TAG})
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
                        cwd=cwd)
     return p.returncode, p.stdout, time.monotonic() - t0
+
+
+def start_job(cmd, env=None, cwd=None):
+    """Starts cmd with the test's tag and returns its Popen (output piped, text), for a test that acts on a running
+    job."""
+    e = dict(os.environ, **(env or {}), **{TAG_VARIABLE: TAG})
+    return subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
 
 
 def tool_job(mpirun, n, tool, args, env=None, timeout_s=20):
@@ -54,9 +71,9 @@ def tool_job(mpirun, n, tool, args, env=None, timeout_s=20):
     return rc, out
 
 
-def _tagged_pids():
+def tagged_pids():
     pids = set()
-    needle = f"{TAG_VARIABLE}={_TAG}".encode()
+    needle = f"{TAG_VARIABLE}={TAG}".encode()
     for d in glob.glob("/proc/[0-9]*"):
         try:
             with open(os.path.join(d, "environ"), "rb") as f:
@@ -81,17 +98,55 @@ def _held_sockets(pids):
     return held
 
 
-def leftovers(tmp=None):
-    """(project sockets held by this test's processes, /dev/shm/mori* entries, files under tmp, this test's live
-    processes). Compare two calls: what a job added is the difference."""
-    pids = _tagged_pids()
-    held = _held_sockets(pids)
+def held_shm(pids):
+    """/dev/shm/mori* objects the given processes hold open or mapped."""
+    held = set()
+    for pid in pids:
+        links = []
+        for fd in glob.glob(f"/proc/{pid}/fd/*"):
+            try:
+                links.append(os.readlink(fd))
+            except OSError:
+                continue
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                links += [line.split(None, 5)[5] for line in f.read().splitlines() if len(line.split(None, 5)) == 6]
+        except OSError:
+            pass
+        held.update(p.split(" (deleted)")[0] for p in links if p.startswith("/dev/shm/mori"))
+    return held
+
+
+def settle(timeout=10.0):
+    """Waits (at most timeout seconds) until no process of this test is left: on a loaded machine the ranks of a
+    job that just ended may take a moment to go. Returns the pids still there."""
+    deadline = time.monotonic() + timeout
+    pids = tagged_pids()
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.1)
+        pids = tagged_pids()
+    return pids
+
+
+def job_sockets():
+    """The project sockets (mori-symm-<nonce>-<rank>) that this test's running processes hold."""
+    held = _held_sockets(tagged_pids())
     socks = set()
     with open("/proc/net/unix") as f:
         for line in f.read().splitlines()[1:]:
             m = re.search(r"@(mori-symm-[0-9a-f]+-\d+)", line)
             if m and line.split()[6] in held:
                 socks.add(m.group(1))
-    shm = set(glob.glob("/dev/shm/mori*"))
+    return socks
+
+
+def leftovers(tmp=None):
+    """(project sockets held by this test's processes, /dev/shm/mori* objects they hold, files under tmp, this
+    test's live processes). Only what the test itself started counts: its tagged processes and what they hold, so
+    that two suites, or a user's job, on one machine never fail each other. Compare two calls: what a job added is
+    the difference."""
+    pids = settle()
+    socks = job_sockets()
+    shm = held_shm(pids)
     files = set(glob.glob(os.path.join(tmp, "**", "*"), recursive=True)) if tmp else set()
     return socks, shm, files, {str(p) for p in pids}

@@ -1,5 +1,6 @@
 // mori-a2a: one-shot all-to-all over a symmetric window, pointer-array vs LSA addressing, host vs device
 // synchronisation, optional graphs; verified, and against the platform's copy measured in the same run.
+#include <cctype>
 #include <cstdio>
 #include <map>
 
@@ -16,7 +17,7 @@ using namespace mori::symm;
 namespace {
 
 struct Options {
-  std::vector<std::string> chunk_kib;
+  std::string chunk_kib;  // split here, not by CLI11, which drops empty items
   std::string begin, end;
   double factor = 2;
   std::string addressing = "both";
@@ -31,12 +32,39 @@ struct Options {
   A2aConfig cfg;
 };
 
+// One item of --chunk-kib: a number of KiB, or a size with its unit (B, K, M, G: 4096B, 64M).
+std::size_t chunk_item_bytes(const std::string& s, std::size_t index) {
+  const std::string accepted = "accepted: KiB as a number, or with a unit B, K, M, G: 256, 4096B, 64M";
+  const std::string item = "item " + std::to_string(index + 1);
+  if (s.empty()) throw UsageError("--chunk-kib: " + item + " is empty (" + accepted + ")");
+  const bool kib = std::isdigit(static_cast<unsigned char>(s.back())) != 0;
+  std::size_t v = 0;
+  try {
+    v = parse_size("--chunk-kib", s);
+  } catch (const UsageError&) {
+    throw UsageError("--chunk-kib: '" + s + "' is not a size (" + item + "; " + accepted + ")");
+  }
+  // Zero is left to the configuration's own check ("chunk size: must be > 0").
+  if ((kib && v > (std::size_t{1} << 40)) || (!kib && v > (std::size_t{1} << 50)))
+    throw UsageError("--chunk-kib: '" + s + "' is too large (" + item + ")");
+  return kib ? v << 10 : v;
+}
+
 std::vector<std::size_t> chunk_sizes(const Options& o) {
+  std::vector<std::string> items;
+  for (std::size_t pos = 0; !o.chunk_kib.empty() && pos <= o.chunk_kib.size();) {
+    const std::size_t comma = std::min(o.chunk_kib.find(',', pos), o.chunk_kib.size());
+    items.push_back(o.chunk_kib.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
   std::vector<std::size_t> v;
-  for (const auto& s : o.chunk_kib) {
-    std::size_t kib = parse_size("--chunk-kib", s);
-    if (kib > (std::size_t{1} << 40)) throw UsageError("--chunk-kib: " + s + " is too large");
-    v.push_back(kib << 10);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t bytes = chunk_item_bytes(items[i], i);
+    for (std::size_t j = 0; j < v.size(); ++j)
+      if (v[j] == bytes)
+        throw UsageError("--chunk-kib: item " + std::to_string(i + 1) + " '" + items[i] + "' repeats item " +
+                         std::to_string(j + 1) + " '" + items[j] + "' (" + std::to_string(bytes) + " bytes)");
+    v.push_back(bytes);
   }
   if (!o.begin.empty() || !o.end.empty()) {
     if (o.begin.empty() || o.end.empty()) throw UsageError("-b/-e: give both the first and the last size");
@@ -196,8 +224,9 @@ int main(int argc, char** argv) {
   spec.name = "mori-a2a";
   spec.description = "One-shot all-to-all over a symmetric memory window: pointer array vs LSA addressing.";
   spec.declare = [&](CLI::App& app) {
-    app.add_option("--chunk-kib", o.chunk_kib, "Chunk sizes per peer in KiB, comma separated (default 256)")
-        ->delimiter(',');
+    app.add_option("--chunk-kib", o.chunk_kib,
+                   "Chunk sizes per peer in KiB, comma separated (default 256); an item may carry its unit: "
+                   "B, K, M, G (4096B = 4 KiB)");
     app.add_option("-b,--begin", o.begin, "First chunk size of a sweep (bytes; K/M/G suffixes)");
     app.add_option("-e,--end", o.end, "Last chunk size of a sweep");
     app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
@@ -252,6 +281,9 @@ int main(int argc, char** argv) {
   };
   spec.validate = [&] {
     o.cfg.chunks = chunk_sizes(o);
+    // Only the documented -1 means the default; NaN, infinities and other negatives are refused.
+    if (!(o.cfg.skew_us == -1 || (o.cfg.skew_us >= 0 && o.cfg.skew_us <= 1e6)))
+      throw UsageError("--skew-us: must be -1 (the default) or in [0, 1000000] microseconds");
     o.cfg.addressing.clear();
     if (o.addressing == "ptr" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::ptr);
     if (o.addressing == "lsa" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::lsa);

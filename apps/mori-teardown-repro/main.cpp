@@ -365,7 +365,9 @@ void print_table(const std::vector<ScenarioSummary>& scs) {
 
 // Adds scenarios[] (each with its expected outcome) to doc, prints the table and writes the document. Returns
 // the exit code: check_failed where an outcome differs from the expected one (a pending one is not judged).
-int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& scs) {
+// writer: this rank prints the table and writes the document (rank 0; after an expired bound, any rank whose
+// bound expired writes the file, since mpirun may end rank 0 before its own bound expires).
+int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& scs, bool writer) {
   int bad = 0;
   doc["scenarios"] = Json::array();
   for (const auto& s : scs) {
@@ -375,9 +377,12 @@ int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& s
     j["expected"] = expected_text(s);
     doc["scenarios"].push_back(j);
   }
-  if (env.is_root()) {
-    if (env.common.json != "-") print_table(scs);
-    if (!env.common.json.empty()) write_json(env.common.json, doc);
+  if (writer) {
+    int world_rank = 0;  // not env.is_root(): after an expired bound the bootstrap may not exist
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (env.common.json != "-" && world_rank == 0) print_table(scs);
+    if (!env.common.json.empty() && (env.common.json != "-" || world_rank == 0))
+      write_json(env.common.json, doc);
   }
   return bad ? static_cast<int>(ExitCode::check_failed) : 0;
 }
@@ -388,7 +393,7 @@ int summarize_only(ToolEnv& env, const Options& o) {
   doc["schema"] = "mori.teardown/1";
   doc["meta"] = make_meta(env, "");
   doc["config"] = {{"summarize", o.summarize}};
-  return finish_report(env, doc, summarize_journals(o.summarize));
+  return finish_report(env, doc, summarize_journals(o.summarize), env.is_root());
 }
 
 int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
@@ -416,7 +421,32 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
       sc.outcome = TeardownOutcome::pending;
       sc.detail = "teardown runs at exit; run --summarize " + o.journal_dir + " after the job";
     }
-  return finish_report(env, doc, scs);
+  return finish_report(env, doc, scs, env.is_root());
+}
+
+// Whether this job claimed its journal folder: only then are the journals there its own.
+std::string g_claimed_journal_dir;  // the folder this job claimed (run), "" before
+
+// The report of a rank whose bound expired, wherever (the bootstrap included): no collective (its peers may
+// be gone), this rank's meta, this job's journals as they are now (none before it claimed the folder), and
+// bound_expired naming the wait. The exit code stays 4 (docs/mori-teardown-repro.md).
+void report_expired_bound(ToolEnv& env, const Options& o, const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (!o.summarize.empty()) return;
+  Json doc;
+  doc["schema"] = "mori.teardown/1";
+  doc["meta"] = make_meta(env, "", false);
+  doc["config"] = {{"scenario", o.scenario},
+                   {"windows", o.windows},
+                   {"size", o.size},
+                   {"cycles", o.cycles},
+                   {"journal_dir", g_claimed_journal_dir.empty() ? o.journal_dir : g_claimed_journal_dir},
+                   {"timeout_s", env.common.timeout_s}};
+  doc["bound_expired"] = {{"rank", rank}, {"what", what}};
+  std::vector<ScenarioSummary> scs;
+  if (!g_claimed_journal_dir.empty()) scs = summarize_journals(g_claimed_journal_dir);
+  (void)finish_report(env, doc, scs, true);
 }
 
 // The scenarios of one job, journaled under o.journal_dir (claimed by run).
@@ -436,18 +466,27 @@ int run_in(ToolEnv& env, const Options& o) {
   static std::unique_ptr<Journal> journal;
   journal = std::make_unique<Journal>(o.journal_dir, boot.rank(), env.common.timeout_s);
   Journal& j = *journal;
+  // A step that runs past the bound ends the rank from the watchdog's thread: rank 0 writes the report first.
+  j.on_step_expired([&env, &o](const std::string& what) { report_expired_bound(env, o, what); });
   std::vector<const Scenario*> todo;
   if (o.scenario == "all") {
     for (const auto& s : scenarios()) todo.push_back(&s);
   } else {
     todo.push_back(find(o.scenario));
   }
-  for (const auto* s : todo) {
-    if (env.is_root()) spdlog::info("scenario {} ...", s->name);
-    run_scenario(env, j, o, *s, wo);
+  try {
+    for (const auto* s : todo) {
+      if (env.is_root()) spdlog::info("scenario {} ...", s->name);
+      run_scenario(env, j, o, *s, wo);
+    }
+    boot.barrier("teardown.done");
+    return report(env, o, wo, gather_write_errors(boot, j));
+  } catch (const TimeoutError& e) {
+    // A wait between steps ran past --timeout-s: the journal says so (an expired bound, not a crash); rank 0
+    // writes the report (report_expired_bound, through tool_main).
+    j.bound_expired(e.what());
+    throw;
   }
-  boot.barrier("teardown.done");
-  return report(env, o, wo, gather_write_errors(boot, j));
 }
 
 // --summarize, or a job: its journal folder claimed (a new one per job by default), then the scenarios.
@@ -456,6 +495,7 @@ int run(ToolEnv& env, const Options& o) {
   auto& boot = *env.boot;
   Options oj = o;
   oj.journal_dir = claim_journal_dir(boot, o.journal_dir);
+  g_claimed_journal_dir = oj.journal_dir;
   if (env.is_root()) spdlog::info("journals in {}", oj.journal_dir);
   return run_in(env, oj);
 }
@@ -500,5 +540,6 @@ int main(int argc, char** argv) {
     if (o.handle_type != "auto") parse_handle_type(o.handle_type);
   };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
+  spec.bound_expired = [&](ToolEnv& env, const std::string& what) { report_expired_bound(env, o, what); };
   return tool_main(argc, argv, spec);
 }

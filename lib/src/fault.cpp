@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "mori/symm/error.hpp"
+#include "mori/symm/log.hpp"
 
 namespace mori::symm::detail {
 namespace {
@@ -19,8 +22,35 @@ constexpr const char* kKnownPoints[] = {
     "a2a.no-launch",       "a2a.no-barrier",         "a2a.stale",
     "a2a.overrun",         "a2a.announce",           "a2a.distinct-policy",
     "journal.full",        "matrix.no-pong",         "matrix.short-write",
-    "matrix.slow-pair",
+    "matrix.slow-pair",    "revision.app",           "revision.library",
 };
+
+// Which items of MORI_FAULT fired in this process (bit i = the i-th item); items past 64 are not recorded.
+std::atomic<std::uint64_t> g_fired{0};
+
+struct Item {
+  std::string point, rank;
+  bool colon = false;  // written as <point>:<rank>
+};
+
+std::vector<Item> parse_items(const char* spec) {
+  std::vector<Item> items;
+  if (!spec || !*spec) return items;
+  const std::string s(spec);
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    const std::size_t colon = item.rfind(':');
+    if (colon != std::string::npos)
+      items.push_back({item.substr(0, colon), item.substr(colon + 1), true});
+    else
+      items.push_back({item, "", false});
+    pos = end + 1;
+  }
+  return items;
+}
 
 bool ends_with(const std::string& s, const char* suffix) {
   const std::size_t n = std::strlen(suffix);
@@ -52,25 +82,16 @@ std::string known_fault_points() {
 
 void validate_fault_spec() {
 #ifdef MORI_FAULT_INJECTION
-  const char* spec = std::getenv("MORI_FAULT");
-  if (!spec || !*spec) return;
-  const std::string s(spec);
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(pos, end - pos);
-    const std::size_t colon = item.rfind(':');
-    if (colon == std::string::npos)
+  for (const Item& it : parse_items(std::getenv("MORI_FAULT"))) {
+    const std::string item = it.colon ? it.point + ":" + it.rank : it.point;
+    if (!it.colon)
       throw UsageError("MORI_FAULT: '" + item +
                        "' is not <point>:<rank> (known points: " + known_fault_points() + ")");
-    const std::string point = item.substr(0, colon), rank = item.substr(colon + 1);
-    if (!fault_point_known(point))
-      throw UsageError("MORI_FAULT: unknown point '" + point + "' (known: " + known_fault_points() + ")");
-    if (rank != "*" &&
-        (rank.empty() || rank.size() > 9 || rank.find_first_not_of("0123456789") != std::string::npos))
+    if (!fault_point_known(it.point))
+      throw UsageError("MORI_FAULT: unknown point '" + it.point + "' (known: " + known_fault_points() + ")");
+    if (it.rank != "*" && (it.rank.empty() || it.rank.size() > 9 ||
+                           it.rank.find_first_not_of("0123456789") != std::string::npos))
       throw UsageError("MORI_FAULT: '" + item + "': the rank must be a number or '*'");
-    pos = end + 1;
   }
 #endif
 }
@@ -79,24 +100,46 @@ bool fault_armed(const char* point, int rank) noexcept {
 #ifdef MORI_FAULT_INJECTION
   const char* spec = std::getenv("MORI_FAULT");
   if (!spec || !*spec) return false;
-  std::string s(spec);
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    std::string item = s.substr(pos, end - pos);
-    std::size_t colon = item.rfind(':');
-    if (colon != std::string::npos && item.substr(0, colon) == point) {
-      const std::string r = item.substr(colon + 1);
-      if (r == "*" || r == std::to_string(rank)) return true;
+  try {
+    const auto items = parse_items(spec);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (items[i].point != point) continue;
+      if (items[i].rank == "*" || items[i].rank == std::to_string(rank)) {
+        if (i < 64) g_fired.fetch_or(std::uint64_t{1} << i);
+        return true;
+      }
     }
-    pos = end + 1;
+  } catch (...) {  // out of memory parsing the variable: the point stays unarmed
   }
 #else
   (void)point;
   (void)rank;
 #endif
   return false;
+}
+
+std::vector<FaultItem> fault_items() {
+  std::vector<FaultItem> out;
+#ifdef MORI_FAULT_INJECTION
+  const auto items = parse_items(std::getenv("MORI_FAULT"));
+  const std::uint64_t fired = g_fired.load();
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out.push_back({items[i].point, items[i].rank, i < 64 && (fired >> i & 1) != 0});
+#endif
+  return out;
+}
+
+void warn_unfired_faults(int rank, int world) {
+  for (const auto& f : fault_items()) {
+    if (f.fired) continue;
+    const bool mine = f.rank == "*" || f.rank == std::to_string(rank);
+    // A rank outside the job is reported once, by rank 0; every other item by the rank it was armed on.
+    const bool outside = f.rank != "*" && (f.rank.size() > 9 || std::stol(f.rank) >= world);
+    if (mine || (outside && rank == 0))
+      spdlog::warn("MORI_FAULT: point {}:{} never fired{} (docs/reliability.md, Fault injection)", f.point,
+                   f.rank,
+                   outside ? " (the job has ranks 0.." + std::to_string(world - 1) + ")" : " on this rank");
+  }
 }
 
 void fault_point(const char* point, int rank) noexcept {

@@ -126,7 +126,7 @@ void Journal::line(const std::string& s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!write_error_.empty()) return;  // the journal ends at its first failed write, said once
   int err = 0;
-  if (detail::fault_armed("journal.full", rank_) && lines_ >= 40) {
+  if (lines_ >= 40 && detail::fault_armed("journal.full", rank_)) {
     // Test-only: a file system that fills up in the middle of a line.
     (void)write_all(fd_, l.data(), l.size() / 2);
     err = ENOSPC;
@@ -156,6 +156,14 @@ void Journal::watchdog() {
     if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
       line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
       spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
+      if (on_expired_) {
+        try {
+          on_expired_("a step ran past its bound of " + std::to_string(bound_s_) + " s");
+        } catch (const std::exception& e) {
+          spdlog::error("teardown journal: the report after the expired bound: {}", e.what());
+        }
+      }
+      std::fflush(stdout);
       _exit(static_cast<int>(ExitCode::timeout));
     }
   }
@@ -189,8 +197,22 @@ StepStatus Journal::step(const std::string& name, int peer, const std::function<
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.1f", us);
-  line("E\t" + scenario_ + "\t" + name + "\t" + std::to_string(peer) + "\t" + to_string(status) + "\t" + buf);
+  // The step's end in microseconds of the system clock: the summary names the failure that came first in
+  // time across ranks (docs/mori-teardown-repro.md, Journal).
+  const auto end_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  line("E\t" + scenario_ + "\t" + name + "\t" + std::to_string(peer) + "\t" + to_string(status) + "\t" + buf +
+       "\t" + std::to_string(end_us));
   return status;
+}
+
+void Journal::bound_expired(const std::string& what) {
+  if (scenario_.empty()) return;
+  std::string w = what;
+  for (char& ch : w)
+    if (ch == '\t' || ch == '\n') ch = ' ';
+  line("H\t" + scenario_ + "\t" + w);
 }
 
 void Journal::leak(std::int64_t fds, std::int64_t handles, std::int64_t mappings, std::int64_t device_bytes) {

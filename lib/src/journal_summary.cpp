@@ -58,7 +58,8 @@ struct RankScenario {
   std::string open_step;  // begun, not ended
   int open_peer = -1;
   int begun = 0;  // steps begun: how far the rank got
-  std::string signal, hang, first_error, first_error_step, damaged;
+  std::string signal, hang, hang_why, first_error, first_error_step, damaged;
+  std::int64_t first_error_us = -1;  // when the first failed step ended (system clock); -1 = not journalled
   bool done = false;
   Json leaked = {{"fds", 0}, {"handles", 0}, {"mappings", 0}, {"device_bytes", 0}};
   bool leak = false;
@@ -107,11 +108,14 @@ std::string apply_record(RankScenario& rs, const std::vector<std::string>& f) {
     if (!status->ok() && rs.first_error.empty()) {
       rs.first_error = status->error();
       rs.first_error_step = f[2];
+      // The end time is a later field (journals written before it have none).
+      if (f.size() > 6 && !parse_num(f[6], rs.first_error_us)) ok = false;
     }
   } else if (kind == "S") {
     rs.signal = f[2];
   } else if (kind == "H") {
     rs.hang = rs.open_step.empty() ? "?" : rs.open_step;
+    if (f.size() > 2) rs.hang_why = f[2];
   } else if (kind == "L") {
     std::int64_t v[4] = {};
     for (int i = 0; i < 4 && ok; ++i) ok = parse_num(f[static_cast<std::size_t>(2 + i)], v[i]);
@@ -213,7 +217,11 @@ std::pair<TeardownOutcome, std::string> rank_outcome(int rank, const RankScenari
   if (!rs.signal.empty())
     return {O::crash,
             rs.signal + " on rank " + r + " in step " + (rs.open_step.empty() ? "?" : rs.open_step)};
-  if (!rs.hang.empty()) return {O::hang, "rank " + r + " hung in step " + rs.hang};
+  if (!rs.hang.empty())
+    return {O::hang, rs.hang == "?" && !rs.hang_why.empty()
+                         ? "rank " + r + ": a bound expired between steps (" + rs.hang_why + ")"
+                         : "rank " + r + " hung in step " + rs.hang +
+                               (rs.hang_why.empty() ? "" : " (" + rs.hang_why + ")")};
   if (!rs.done) {
     unfinished.emplace_back(rs.begun, rank);
     return {O::crash,
@@ -251,6 +259,8 @@ ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int,
   s.name = sc;
   s.world = world;
   int worst = 0;
+  std::int64_t worst_us = -1;  // among api_error ranks: the earliest first failure in time
+  int worst_rank = -1;
   std::vector<std::pair<int, int>> unfinished;  // (steps begun, rank) of ranks that ended without finishing
   for (auto& [rank, rs] : ranks_state) {
     const auto [o, d] = rank_outcome(rank, rs, write_errors, unfinished);
@@ -258,11 +268,29 @@ ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int,
     if (!d.empty()) r["detail"] = d;
     if (!rs.cycles.empty()) r["cycles"] = rs.cycles;
     s.ranks.push_back(r);
-    if (severity(o, !rs.signal.empty()) > worst) {
-      worst = severity(o, !rs.signal.empty());
+    const int sev = severity(o, !rs.signal.empty());
+    // Ranks that failed alike: the one whose failure came first in time speaks for the scenario, since the
+    // others' failures most likely followed from it (docs/mori-teardown-repro.md).
+    const bool earlier = sev == worst && o == TeardownOutcome::api_error && rs.first_error_us >= 0 &&
+                         (worst_us < 0 || rs.first_error_us < worst_us);
+    if (sev > worst || earlier) {
+      worst = sev;
+      worst_us = o == TeardownOutcome::api_error ? rs.first_error_us : -1;
+      worst_rank = rank;
       s.outcome = o;
       s.detail = d;
     }
+  }
+  if (s.outcome == TeardownOutcome::api_error && worst_us >= 0) {
+    std::vector<int> later;
+    for (const auto& [rank, rs] : ranks_state)
+      if (rank != worst_rank && !rs.first_error.empty()) later.push_back(rank);
+    if (!later.empty())
+      s.detail += " (the first failure in time; rank" + std::string(later.size() > 1 ? "s " : " ") + [&] {
+        std::string t;
+        for (int r : later) t += (t.empty() ? "" : ",") + std::to_string(r);
+        return t;
+      }() + " failed after it)";
   }
   if (worst == severity(TeardownOutcome::crash, false) && !unfinished.empty())
     s.detail = unfinished_detail(unfinished, ranks_state);

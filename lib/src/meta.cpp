@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "mori/symm/detail/fault.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
 #include "mori/symm/report.hpp"
@@ -21,14 +22,18 @@ struct RankInfo {
   char arch[32];
   std::int32_t pid;
   std::int32_t device;
+  std::uint64_t faults_fired;  // bit i: the i-th item of MORI_FAULT fired on this rank
 };
 }  // namespace
 
-Json make_meta(ToolEnv& env, const std::string& handle_type) {
+Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   RankInfo mine{};
   std::strncpy(mine.host, detail::host_name().c_str(), sizeof(mine.host) - 1);
   mine.pid = static_cast<std::int32_t>(getpid());
   mine.device = env.device;
+  const auto faults = detail::fault_items();
+  for (std::size_t i = 0; i < faults.size() && i < 64; ++i)
+    if (faults[i].fired) mine.faults_fired |= std::uint64_t{1} << i;
   std::string driver = "none", runtime = "none", backend = "none";
   if (env.rt) {
     auto info = env.rt->device_info(env.device);
@@ -39,24 +44,36 @@ Json make_meta(ToolEnv& env, const std::string& handle_type) {
     backend = env.rt->platform() == Platform::host ? "host" : "gpu";
   }
   std::vector<RankInfo> all(1, mine);
-  if (env.boot) all = env.boot->allgather_value("report.meta", mine);
+  if (env.boot && collective) all = env.boot->allgather_value("report.meta", mine);
 
   Json m;
   m["tool"] = env.tool;
   m["version"] = version();
-  m["git_revision"] = git_revision();
+  // The app's own build (docs/reliability.md, "Revisions"); the library's equals it (checked at start).
+  const BuildRevision rev = env.revision.commit.empty() ? library_revision() : env.revision;
+  m["git_revision"] = rev.commit;
+  m["git_clean"] = rev.clean < 0 ? Json(nullptr) : Json(rev.clean == 1);
+  const std::optional<bool> stale = build_stale(env);
+  m["build_stale"] = stale ? Json(*stale) : Json(nullptr);
   m["argv"] = env.argv;
   m["time"] = utc_now();
-  m["world"] = static_cast<int>(all.size());
+  // Not collective: this rank alone, in a world whose size MPI knows even where the bootstrap never finished.
+  int world_rank = 0, world_size = static_cast<int>(all.size());
+  if (!collective) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  }
+  m["world"] = world_size;
   Json ranks = Json::array();
   for (std::size_t r = 0; r < all.size(); ++r) {
-    ranks.push_back({{"rank", r},
+    const int rank = collective ? static_cast<int>(r) : world_rank;
+    ranks.push_back({{"rank", rank},
                      {"host", all[r].host},
                      {"pid", all[r].pid},
                      {"device", all[r].device},
                      {"device_name", all[r].device_name},
                      {"arch", all[r].arch},
-                     {"node", env.boot ? env.boot->node_of(static_cast<int>(r)) : 0}});
+                     {"node", env.boot && rank < env.boot->world() ? env.boot->node_of(rank) : 0}});
   }
   m["ranks"] = ranks;
   m["backend"] = backend;
@@ -76,8 +93,17 @@ Json make_meta(ToolEnv& env, const std::string& handle_type) {
     }
   }
   m["env"] = menv;
-  m["environment"] =
-      environment_json(env.rt.get(), gather_rank_facts(env.boot.get(), env.rt.get(), env.device));
+  // Test-only fault points (MORI_FAULT): every item, and the ranks it fired on.
+  Json mfaults = Json::array();
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    Json fired = Json::array();
+    for (std::size_t r = 0; r < all.size() && i < 64; ++r)
+      if (all[r].faults_fired >> i & 1) fired.push_back(collective ? static_cast<int>(r) : world_rank);
+    mfaults.push_back({{"point", faults[i].point}, {"rank", faults[i].rank}, {"fired_on", fired}});
+  }
+  m["faults"] = mfaults;
+  m["environment"] = environment_json(
+      env.rt.get(), gather_rank_facts(collective ? env.boot.get() : nullptr, env.rt.get(), env.device));
   return m;
 }
 

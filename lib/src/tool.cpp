@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <set>
 
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/detail/text.hpp"
@@ -17,6 +21,7 @@
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/version.hpp"
+#include "mori_build_revision.h"
 
 namespace mori::symm {
 
@@ -51,6 +56,8 @@ void check_output_path(const std::string& option, const std::string& path) {
 namespace {
 
 constexpr double kMinEndBoundS = 1.0;
+constexpr double kTreeCheckBoundS =
+    10.0;  // git's answer about the source tree (docs/reliability.md, Revisions)
 
 void add_common(CLI::App& app, CommonOptions& o) {
   // A later occurrence of an option wins, as wrappers that append options expect.
@@ -80,17 +87,98 @@ void validate_common(CommonOptions& o) {
   detail::validate_fault_spec();
 }
 
-// Every rank must run with the same options: checked collectively, so that every rank fails alike.
-void check_same_options(Bootstrap& boot, const std::vector<std::string>& argv) {
+// The revision this app was built from: the tool layer is linked into each app, so this is the app's own,
+// which a libmori_symm found through LD_LIBRARY_PATH may not share (docs/reliability.md, "One job, one
+// build").
+BuildRevision app_revision() {
+  return {MORI_BUILD_COMMIT, MORI_BUILD_CLEAN, MORI_BUILD_TREE_DIGEST, MORI_BUILD_SOURCE_DIR};
+}
+
+// What every rank of one job must share: the tool, the code (the app's and the library's) and the options.
+struct JobIdentity {
+  char tool[48];
+  char app[136];
+  char lib[136];
+  std::uint64_t options;  // a hash of argv[1..]
+  char args[200];         // argv[1..] as the message shows it (cut)
+};
+
+void copy_field(char* dst, std::size_t n, const std::string& s) {
+  std::memset(dst, 0, n);
+  std::memcpy(dst, s.data(), std::min(s.size(), n - 1));
+}
+
+// A revision as people read it: the commit's first 12 digits, "+changes <digest's 8>" for a dirty tree.
+std::string short_identity(const std::string& id) {
+  const auto plus = id.find('+');
+  std::string s = id.substr(0, std::min<std::size_t>(plus, 12));
+  if (plus != std::string::npos) s += " with changes " + id.substr(plus + 1, 8);
+  return s;
+}
+
+// "ranks 0,2 run X, ranks 1 run Y" for a per-rank description.
+std::string describe_groups(const std::vector<std::string>& per_rank, const std::string& verb) {
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<std::string> order;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    if (!groups.count(per_rank[r])) order.push_back(per_rank[r]);
+    groups[per_rank[r]].push_back(static_cast<int>(r));
+  }
+  std::string s;
+  for (const auto& what : order)
+    s += std::string(s.empty() ? "" : ", ") + "ranks " + detail::join_ranks(groups[what]) + " " + verb + " " +
+         what;
+  return s;
+}
+
+// Every rank must run the same tool, built from the same code, with the same options: checked collectively
+// before any other traffic, so that every rank fails alike (exit 2) naming the ranks that differ.
+void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<std::string>& argv) {
+  JobIdentity mine{};
+  copy_field(mine.tool, sizeof(mine.tool), tool);
+  std::string app = app_revision().identity(), lib = library_revision().identity();
+  // Test-only (MORI_FAULT, docs/reliability.md): this rank's app or library claims another revision.
+  if (detail::fault_armed("revision.app", boot.rank()))
+    app = "fa17ed" + app.substr(std::min<std::size_t>(6, app.size()));
+  if (detail::fault_armed("revision.library", boot.rank()))
+    lib = "fa17ed" + lib.substr(std::min<std::size_t>(6, lib.size()));
+  copy_field(mine.app, sizeof(mine.app), app);
+  copy_field(mine.lib, sizeof(mine.lib), lib);
   std::uint64_t h = detail::kFnvOffset;
   for (std::size_t i = 1; i < argv.size(); ++i) h = detail::fnv1a(h, argv[i].c_str(), argv[i].size() + 1);
-  auto all = boot.allgather_value("tool.options", h);
-  std::map<std::uint64_t, std::vector<int>> groups;
-  for (std::size_t r = 0; r < all.size(); ++r) groups[all[r]].push_back(static_cast<int>(r));
-  if (groups.size() <= 1) return;
-  std::string s = "command-line options differ between ranks:";
-  for (const auto& [hash, ranks] : groups) s += " {ranks " + detail::join_ranks(ranks) + "}";
-  throw UsageError(s + "; every rank must run with the same options");
+  mine.options = h;
+  std::string args;
+  for (std::size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? " " : "") + argv[i];
+  if (args.size() > sizeof(mine.args) - 1) args = args.substr(0, sizeof(mine.args) - 4) + "...";
+  copy_field(mine.args, sizeof(mine.args), "'" + args + "'");
+  const auto all = boot.allgather_value("tool.job", mine);
+
+  std::vector<std::string> tools, code, options;
+  bool code_differs = false;
+  for (const auto& j : all) {
+    tools.emplace_back(j.tool);
+    const std::string a(j.app), l(j.lib);
+    code.push_back(a == l ? short_identity(a) : short_identity(a) + " with library " + short_identity(l));
+    code_differs = code_differs || a != l || a != std::string(all[0].app);
+    options.push_back(std::string(j.args) + (std::strlen(j.args) + 1 < sizeof(j.args)
+                                                 ? std::string()
+                                                 : " (#" + std::to_string(j.options % 1000000) + ")"));
+  }
+  auto distinct = [](const std::vector<std::string>& v) {
+    return std::set<std::string>(v.begin(), v.end()).size();
+  };
+  if (distinct(tools) > 1)
+    throw UsageError("the ranks of this job run different tools: " + describe_groups(tools, "run") +
+                     "; every rank must run the same tool");
+  if (code_differs)
+    throw UsageError(
+        "the ranks of this job run different code: " + describe_groups(code, "run " + tool + " at") +
+        "; every rank must run one build (a libmori_symm found through LD_LIBRARY_PATH?)");
+  std::set<std::uint64_t> hashes;
+  for (const auto& j : all) hashes.insert(j.options);
+  if (hashes.size() > 1)
+    throw UsageError("command-line options differ between ranks: " + describe_groups(options, "run with") +
+                     "; every rank must run with the same options");
 }
 
 // A report or table lost on stdout (a full disk, a closed pipe or stdout) turns a success into exit 3, with
@@ -103,6 +191,21 @@ int checked_stdout(const std::string& tool, int code) {
 }
 
 }  // namespace
+
+std::optional<bool> build_stale(ToolEnv& env) {
+  if (!env.tree_check.valid()) return env.build_stale;
+  const TreeCheck tree = env.tree_check.get();
+  env.tree_check = {};
+  env.build_stale = tree.stale;
+  if (tree.stale.value_or(false))
+    spdlog::warn(
+        "this build is older than its source tree: {}; its reports name the revision it was built from "
+        "(meta.build_stale)",
+        tree.why);
+  else if (!tree.stale)
+    spdlog::debug("meta.build_stale unknown: {}", tree.why);
+  return env.build_stale;
+}
 
 int tool_main(int argc, char** argv, const ToolSpec& spec) {
   guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
@@ -119,8 +222,9 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     log::init("info");
     log::set_rank(world_rank);
     CLI::App app(spec.description, spec.name);
-    app.set_version_flag("--version",
-                         std::string(spec.name) + " " + version() + " (git " + git_revision() + ")");
+    app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " +
+                                          MORI_BUILD_COMMIT +
+                                          (MORI_BUILD_CLEAN == 0 ? ", tracked files changed" : "") + ")");
     add_common(app, env.common);
     if (spec.declare) spec.declare(app);
     try {
@@ -143,11 +247,18 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
       return session.finish_with(checked_stdout(spec.name, 0), end_bound);
     }
     end_bound = std::min(env.common.timeout_s, 5.0);
+    env.revision = app_revision();
+    // Rank 0 asks git whether the tree moved on since the build, in the background so that no rank waits for
+    // it; make_meta and the end of the run take the answer (build_stale).
+    if (world_rank == 0)
+      env.tree_check = std::async(std::launch::async, [rev = env.revision] {
+                         return check_build_tree(rev, kTreeCheckBoundS);
+                       }).share();
     set_jit_wait_bound(env.common.timeout_s);
     set_file_bound(env.common.timeout_s);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
-    check_same_options(*env.boot, env.argv);
+    check_same_job(*env.boot, spec.name, env.argv);
     if (spec.needs_runtime) {
       env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
       if (!env.runtime_notice.empty()) {
@@ -167,9 +278,29 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
     code = static_cast<int>(e.code());
+    // A bound expired, wherever (the bootstrap included): the tool may still write what happened, without
+    // waiting for its peers.
+    if (e.code() == ExitCode::timeout && spec.bound_expired) {
+      try {
+        spec.bound_expired(env, e.what());
+      } catch (const std::exception& e2) {
+        std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
+                     rank_tag().c_str(), e2.what());
+      }
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
     code = static_cast<int>(ExitCode::runtime);
+  }
+  try {
+    (void)build_stale(env);  // the warning, where no report asked yet
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
+  }
+  {
+    int world_size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    detail::warn_unfired_faults(world_rank, world_size);
   }
   code = checked_stdout(spec.name, code);
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.

@@ -8,8 +8,10 @@
 //
 // Line format (tab separated):
 //   O scenario world            a scenario starts       D scenario               it ended
-//   B scenario step peer        a step starts           E scenario step peer status us
-//   S scenario signal           a fatal signal          H scenario step          a step ran past its bound
+//   B scenario step peer        a step starts           E scenario step peer status us end_us
+//   S scenario signal           a fatal signal          H scenario why           a bound expired (a step ran
+//                                                                                past it, or a wait between
+//                                                                                steps)
 //   L scenario fds handles mappings device_bytes        resources not returned at the end of a scenario
 //   C scenario cycle fds handles mappings free_bytes    one line per cycle (scenario "cycles")
 #pragma once
@@ -42,6 +44,13 @@ class Journal {
   // exception is rethrown.
   StepStatus step(const std::string& name, int peer, const std::function<void()>& f);
   void leak(std::int64_t fds, std::int64_t handles, std::int64_t mappings, std::int64_t device_bytes);
+  // A wait outside any step ran past its bound (a TimeoutError): an "H" line naming it, so that the summary
+  // tells an expired bound from a crash. No-op outside a scenario.
+  void bound_expired(const std::string& what);
+  // Called by the watchdog, on its thread, after it journalled a step that ran past its bound and before it
+  // ends the process with exit 4 (for a report of what happened; it must not wait for other ranks). Set it
+  // before the first step.
+  void on_step_expired(std::function<void(const std::string& what)> f) { on_expired_ = std::move(f); }
   void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
              std::uint64_t free_bytes);
   const std::string& path() const noexcept { return path_; }
@@ -64,6 +73,7 @@ class Journal {
   std::atomic<std::int64_t> step_started_ns_{0};  // 0 = no step running
   std::atomic<bool> stop_{false};
   std::thread watchdog_;
+  std::function<void(const std::string&)> on_expired_;
 };
 
 // One scenario of a run, over the ranks whose journals hold it.

@@ -6,13 +6,16 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mori/symm/bootstrap.hpp"
 #include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
+#include "mori/symm/version.hpp"
 
 namespace mori::symm {
 
@@ -34,6 +37,9 @@ struct ToolEnv {
   std::string runtime_notice;   // why the host runtime was chosen under --backend auto
   std::string gpu_unavailable;  // why no GPU runtime, when the host runtime is used
   int device = 0;
+  BuildRevision revision;           // the app's own build (meta.git_revision, git_clean)
+  std::optional<bool> build_stale;  // rank 0: the source tree moved on since the build; empty = unknown
+  std::shared_future<TreeCheck> tree_check;  // rank 0: git's answer, until build_stale(env) takes it
   bool is_root() const { return !boot || boot->rank() == 0; }
 };
 
@@ -44,14 +50,23 @@ struct ToolSpec {
   std::function<void()> validate;     // after parsing, before MPI traffic or allocation; throws UsageError
   std::function<int(ToolEnv&)> body;  // returns the exit code
   bool needs_runtime = true;
+  // Called on a rank whose run ended because a wait ran past --timeout-s (exit 4), anywhere after parsing; it
+  // must not wait for other ranks. Optional.
+  std::function<void(ToolEnv&, const std::string& what)> bound_expired;
 };
 
 // Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
 int tool_main(int argc, char** argv, const ToolSpec& spec);
 
+// Rank 0: whether the source tree the tool was built from moved on since (meta.build_stale), waiting for the
+// check started at the beginning of the run (bounded); warns on stderr the first time it says true. Empty
+// where unknown, and on other ranks.
+std::optional<bool> build_stale(ToolEnv& env);
+
 // Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
-// handle_type may be empty where the tool used none.
-Json make_meta(ToolEnv& env, const std::string& handle_type);
+// handle_type may be empty where the tool used none. collective = false: this rank's alone (ranks[] holds it
+// only; world is still the job's), for a report written after a bound expired, when peers may not answer.
+Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective = true);
 
 // Throws UsageError if `path` cannot be written (its folder is missing or not writable). "-" and "" pass.
 void check_output_path(const std::string& option, const std::string& path);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mori::symm::detail {
 
@@ -19,6 +20,17 @@ std::string known_fault_points();
 void fault_point(const char* point, int rank) noexcept;
 // True (and nothing else happens) when the point is armed for this rank; for faults a caller implements
 // itself, e.g. corrupting one element.
+// Records that the point fired on this rank (fault_items, meta.faults).
 bool fault_armed(const char* point, int rank) noexcept;
+
+// The items of MORI_FAULT, in order, and whether each fired in this process. Empty when compiled out.
+struct FaultItem {
+  std::string point, rank;
+  bool fired = false;
+};
+std::vector<FaultItem> fault_items();
+// At exit: a warning for every item armed for this rank (or for a rank outside the job, on rank 0) that never
+// fired, so that a fault test cannot pass by injecting nothing.
+void warn_unfired_faults(int rank, int world);
 
 }  // namespace mori::symm::detail
