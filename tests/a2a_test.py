@@ -120,7 +120,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     for args, msg in [(["--cycles", "0"], "--cycles: must be in 1..100000"),
                       (["--verify-epochs", "1"], "--verify-epochs: must be in 2..64"),
-                      (["--skew-us", "5000000"], "--skew-us: at most 1000000")]:
+                      (["--skew-us", "5000000"], "--skew-us: must be -1 (the default) or in [0, 1000000]")]:
         rc, out = job(2, args)
         lines = [l for l in out.splitlines() if "mori-a2a: error" in l]
         check(f"bad {' '.join(args)}: exit 2 on both ranks, one line naming the option",
