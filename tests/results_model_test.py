@@ -144,6 +144,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check("runs are grouped only within one revision",
           len(groups) == 2 * len(run.rows) and all(len(v) == 1 for v in groups.values()))
 
+    mut = copy.deepcopy(BASE)
+    mut["meta"]["env"]["MORI_FAULT"] = "a2a.distinct-policy:0,a2a.no-barrier:*"
+    run6 = a2a.load_run(documents.load_document(put("mut.json", mut)))
+    plain = copy.deepcopy(BASE)
+    plain["meta"]["env"]["MORI_FAULT"] = "a2a.distinct-policy:0"
+    run7 = a2a.load_run(documents.load_document(put("nomut.json", plain)))
+    check("a mutant among other MORI_FAULT points is a mutant; another point alone is not",
+          run6.is_mutant and not run7.is_mutant and run7.side_run)
+
     # ---- the gate's allowance rule ----
     side = gate.collect("baseline", [run], False)
     ident = r0.identity

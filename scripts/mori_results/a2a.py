@@ -152,8 +152,9 @@ class Run:
 
     @property
     def is_mutant(self):
-        f = self.fault or ""
-        return any(f.startswith(p) for p in MUTANT_FAULTS)
+        # MORI_FAULT is a comma-separated list of points (docs/reliability.md): a mutant may ride with others.
+        items = [i.strip() for i in (self.fault or "").split(",")]
+        return any(i.startswith(p) for i in items for p in MUTANT_FAULTS)
 
     @property
     def is_comparison(self):
