@@ -185,6 +185,12 @@ with tempfile.TemporaryDirectory() as tmp:
         want = 1 if v > 0 else 2
         check(f'a current row with "wrong": {v} fails with exit {want}, never PASS',
               rc == want and "PASS" not in out and (v > 0 or f"wrong{v}.json" in out and "negative" in out), out)
+    # A row with an error is not gated, but its wrong elements still fail the run.
+    errd = copy.deepcopy(base)
+    errd["results"][0]["error"] = "the row failed"
+    errd["results"][0]["wrong"] = 3
+    rc, out = run("--allow-missing", good, put("errored-wrong.json", json.dumps(errd)))
+    check("a current row with an error and wrong elements: exit 1, never PASS", rc == 1 and "PASS" not in out, out)
     rc, out = run(good, put("wrong-frac.json", with_row("wrong", 7.5)))
     check('"wrong": 7.5 (a fractional count): exit 2 naming the file and the field',
           rc == 2 and "wrong-frac.json" in out and "results[0].wrong" in out, out)

@@ -468,6 +468,18 @@ int run_in(ToolEnv& env, const Options& o) {
   Journal& j = *journal;
   // A step that runs past the bound ends the rank from the watchdog's thread: rank 0 writes the report first.
   j.on_step_expired([&env, &o](const std::string& what) { report_expired_bound(env, o, what); });
+  // The journal outlives this function (the atexit scenario's hook runs after main): the report callback
+  // refers to env and o, so it goes when they do; a step of the hook that hangs is journalled and exits 4
+  // unreported.
+  struct ForgetReport {
+    Journal& j;
+    ~ForgetReport() {
+      try {
+        j.on_step_expired(nullptr);
+      } catch (...) {  // a mutex that cannot lock: nothing better to do in a destructor
+      }
+    }
+  } forget_report{j};
   std::vector<const Scenario*> todo;
   if (o.scenario == "all") {
     for (const auto& s : scenarios()) todo.push_back(&s);

@@ -149,6 +149,11 @@ std::string Journal::write_error() const {
   return write_error_;
 }
 
+void Journal::on_step_expired(std::function<void(const std::string& what)> f) {
+  std::lock_guard<std::mutex> lock(expired_mu_);
+  on_expired_ = std::move(f);
+}
+
 void Journal::watchdog() {
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -156,9 +161,14 @@ void Journal::watchdog() {
     if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
       line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
       spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
-      if (on_expired_) {
+      std::function<void(const std::string&)> report;
+      {
+        std::lock_guard<std::mutex> lock(expired_mu_);
+        report = on_expired_;
+      }
+      if (report) {
         try {
-          on_expired_("a step ran past its bound of " + std::to_string(bound_s_) + " s");
+          report("a step ran past its bound of " + std::to_string(bound_s_) + " s");
         } catch (const std::exception& e) {
           spdlog::error("teardown journal: the report after the expired bound: {}", e.what());
         }
@@ -186,14 +196,21 @@ StepStatus Journal::step(const std::string& name, int peer, const std::function<
   step_started_ns_ = now_ns();
   detail::fault_point(("teardown." + name + ".hang").c_str(), rank_);  // test-only: never returns when armed
   StepStatus status;
-  try {
-    f();
-  } catch (const ApiError& e) {
-    status = StepStatus::failed(e.api_error());
-  } catch (const TimeoutError&) {
-    status = StepStatus::failed("TIMEOUT");
+  {
+    // The step is over however it ends (another exception passes through): the watchdog must not take a
+    // usage or runtime error for a hang.
+    struct StepOver {
+      std::atomic<std::int64_t>& started;
+      ~StepOver() { started = 0; }
+    } over{step_started_ns_};
+    try {
+      f();
+    } catch (const ApiError& e) {
+      status = StepStatus::failed(e.api_error());
+    } catch (const TimeoutError&) {
+      status = StepStatus::failed("TIMEOUT");
+    }
   }
-  step_started_ns_ = 0;
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.1f", us);

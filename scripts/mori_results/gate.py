@@ -63,7 +63,12 @@ def collect(name, runs, include_external):
                 side.note("mori row copied into a comparison document (gated where mori-a2a wrote it)")
                 continue
             if row.error:
+                # Not gated, but its wrong elements still count: an errored row is no excuse for wrong data.
                 side.note("row with an error")
+                if row.is_mori or include_external:
+                    side.wrong += row.wrong
+                else:
+                    side.wrong_external += row.wrong
                 continue
             if not row.is_mori and not include_external:
                 side.external += 1
@@ -196,6 +201,10 @@ def compare(base, cur, metrics, floor=None):
                 out.append(Verdict(ident, m, b, None, None, allow, fl, between, within, n, "n/a"))
                 continue
             c = statistics.median(cv)
+            if b <= 0 or c <= 0:  # a time or bandwidth of zero or below is no measurement: bad input, not a verdict
+                bad = pairs[0][0] if b <= 0 else cur.rows[ident][0][0]
+                raise Malformed(bad.path, f"{ident.label()}: {m} is {b if b <= 0 else c}, not a measurement "
+                                          "(must be positive)")
             delta = (c - b) / b
             better = delta if METRICS[attr(m)] else -delta
             v = "SAME" if abs(delta) <= allow else ("FASTER" if better > 0 else "SLOWER")

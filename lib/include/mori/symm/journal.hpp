@@ -49,8 +49,9 @@ class Journal {
   void bound_expired(const std::string& what);
   // Called by the watchdog, on its thread, after it journalled a step that ran past its bound and before it
   // ends the process with exit 4 (for a report of what happened; it must not wait for other ranks). Set it
-  // before the first step.
-  void on_step_expired(std::function<void(const std::string& what)> f) { on_expired_ = std::move(f); }
+  // before the first step; clear it (nullptr) before what it refers to goes away: the journal outlives main
+  // for the atexit scenario's hook.
+  void on_step_expired(std::function<void(const std::string& what)> f);
   void cycle(int cycle, std::int64_t fds, std::int64_t handles, std::int64_t mappings,
              std::uint64_t free_bytes);
   const std::string& path() const noexcept { return path_; }
@@ -73,6 +74,7 @@ class Journal {
   std::atomic<std::int64_t> step_started_ns_{0};  // 0 = no step running
   std::atomic<bool> stop_{false};
   std::thread watchdog_;
+  std::mutex expired_mu_;  // on_expired_ is set on the main thread and read by the watchdog
   std::function<void(const std::string&)> on_expired_;
 };
 
