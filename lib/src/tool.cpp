@@ -248,10 +248,11 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     }
     end_bound = std::min(env.common.timeout_s, 5.0);
     env.revision = app_revision();
-    // Rank 0 asks git whether the tree moved on since the build, in the background so that no rank waits for
-    // it; make_meta and the end of the run take the answer (build_stale).
+    // Rank 0 asks git whether the tree moved on since the build, when make_meta or the end of the run first
+    // wants the answer (build_stale), not in the background: a git child and its pipe alive during the run
+    // would show in the resource counts the tools and tests take (fds over window cycles).
     if (world_rank == 0)
-      env.tree_check = std::async(std::launch::async, [rev = env.revision] {
+      env.tree_check = std::async(std::launch::deferred, [rev = env.revision] {
                          return check_build_tree(rev, kTreeCheckBoundS);
                        }).share();
     set_jit_wait_bound(env.common.timeout_s);

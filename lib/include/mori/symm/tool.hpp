@@ -39,7 +39,8 @@ struct ToolEnv {
   int device = 0;
   BuildRevision revision;           // the app's own build (meta.git_revision, git_clean)
   std::optional<bool> build_stale;  // rank 0: the source tree moved on since the build; empty = unknown
-  std::shared_future<TreeCheck> tree_check;  // rank 0: git's answer, until build_stale(env) takes it
+  std::shared_future<TreeCheck>
+      tree_check;  // rank 0: git's answer (deferred), until build_stale(env) takes it
   bool is_root() const { return !boot || boot->rank() == 0; }
 };
 
@@ -58,9 +59,9 @@ struct ToolSpec {
 // Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
 int tool_main(int argc, char** argv, const ToolSpec& spec);
 
-// Rank 0: whether the source tree the tool was built from moved on since (meta.build_stale), waiting for the
-// check started at the beginning of the run (bounded); warns on stderr the first time it says true. Empty
-// where unknown, and on other ranks.
+// Rank 0: whether the source tree the tool was built from moved on since (meta.build_stale), asking git on
+// the first call (bounded); warns on stderr the first time it says true. Empty where unknown, and on other
+// ranks.
 std::optional<bool> build_stale(ToolEnv& env);
 
 // Collective over env.boot: gathers every rank's host, pid, device, device name and arch.
