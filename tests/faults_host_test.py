@@ -178,6 +178,12 @@ def main():
                 common_checks(c)
                 case_checks(c)
             validates("faults", os.path.join(tmp, "faults.json"))
+            ver = subprocess.run([os.path.join(BIN, "mori-a2a"), "--version"], stdout=subprocess.PIPE, text=True,
+                                 timeout=30).stdout
+            check("meta.git_revision is the revision of the mori-a2a that ran (its --version), not the tree's",
+                  f"(git {doc['meta']['git_revision']}" in ver and
+                  doc["meta"]["git_clean"] is (False if "tracked files changed" in ver else
+                                               True if ", clean)" in ver else None), f"{doc['meta']} | {ver}")
         verdict_logic()
         budget_runs(tmp)
     finish()

@@ -224,7 +224,10 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     CLI::App app(spec.description, spec.name);
     app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " +
                                           MORI_BUILD_COMMIT +
-                                          (MORI_BUILD_CLEAN == 0 ? ", tracked files changed" : "") + ")");
+                                          (MORI_BUILD_CLEAN == 0   ? ", tracked files changed"
+                                           : MORI_BUILD_CLEAN == 1 ? ", clean"
+                                                                   : ", clean state unknown") +
+                                          ")");
     add_common(app, env.common);
     if (spec.declare) spec.declare(app);
     try {

@@ -1,22 +1,30 @@
 """The mori.faults/1 document (results/schema/faults.schema.json): its meta, writing it, and the printed table."""
 import datetime
 import json
+import os
 import socket
 import sys
 
-from .jobs import ROOT
 from .procs import sh
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mori_results.tools import tools_revision  # noqa: E402
 
 SCHEMA = "mori.faults/1"
 
 
-def git_revision():
-    rc, out = sh(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"], timeout=10)
-    return out.strip() if rc == 0 else "unknown"
+def revision(a):
+    """The revision of the mori-a2a that ran (its --version), not of the tree this script sits in: the GPU machines
+    get a copy of the tree without its .git folder (docs/reliability.md "Revisions")."""
+    commit, clean, why = tools_revision(a.bin)
+    out = {"git_revision": commit or "unknown", "git_clean": clean}
+    if why:
+        out["git_revision_reason"] = why
+    return out
 
 
 def meta(a, gpu_list):
-    m = {"tool": "faults", "git_revision": git_revision(), "argv": sys.argv[1:],
+    m = {"tool": "faults", **revision(a), "argv": sys.argv[1:],
          "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
          "host": socket.gethostname(), "backend": a.backend, "timeout_s": a.timeout_s,
          "gpus": [{"index": i, "name": n} for i, n in gpu_list], "driver_version": None}
