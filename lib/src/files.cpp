@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -246,10 +247,22 @@ void write_output(const std::string& path, const std::string& text) {
   // The temporary name does not grow with the target's: a legal long name stays legal.
   const auto slash = target.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
-  const std::string tmp = dir + "/.mori-json-" + std::to_string(getpid()) + ".tmp";
-  {
-    Fd f{open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)};
-    if (f.fd < 0) MORI_FILE_FAIL(call_failed, tmp, "open(" + tmp + ")", errno, {});
+  // A fresh name, created exclusively: two writers (threads, or processes of the same pid on hosts sharing
+  // the folder) never write into one temporary file.
+  std::string tmp;
+  Fd f{-1};
+  for (int attempt = 0; attempt < 8 && f.fd < 0; ++attempt) {
+    char suffix[24];
+    static std::atomic<unsigned> counter{0};
+    const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::snprintf(suffix, sizeof(suffix), "%x-%08x", counter.fetch_add(1),
+                  static_cast<unsigned>(static_cast<unsigned long long>(ns) & 0xffffffffu));
+    tmp = dir + "/.mori-json-" + std::to_string(getpid()) + "-" + suffix + ".tmp";
+    f.fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (f.fd < 0 && errno != EEXIST) break;
+  }
+  if (f.fd < 0) MORI_FILE_FAIL(call_failed, tmp, "open(" + tmp + ")", errno, {});
+  {  // the temporary file is written, closed and checked before it replaces the target
     try {
       // The file it replaces keeps its permission bits (a private 0600 report stays private).
       if (exists && fchmod(f.fd, st.st_mode & 0777) != 0)
@@ -258,6 +271,13 @@ void write_output(const std::string& path, const std::string& text) {
     } catch (...) {
       unlink(tmp.c_str());
       throw;
+    }
+    const int fd = f.fd;  // closed before the rename, and checked: a deferred write error shows here
+    f.fd = -1;
+    if (close(fd) != 0) {
+      const int err = errno;
+      unlink(tmp.c_str());
+      MORI_FILE_FAIL(call_failed, tmp, "close(" + tmp + ")", err, {});
     }
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {

@@ -39,24 +39,55 @@ int run_tree_command(const std::string& dir, double bound_s, std::string& out, s
   }
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: an expired bound ends all of it
-  posix_spawnattr_setpgroup(&attr, 0);
+  // Each setup call is checked (they return an error number, not -1/errno); the first failure is the reason.
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    why = failed("posix_spawn_file_actions_init", rc);
+    return -1;
+  }
+  rc = posix_spawnattr_init(&attr);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    close(fds[1]);
+    why = failed("posix_spawnattr_init", rc);
+    return -1;
+  }
+  const char* step = "posix_spawn_file_actions_adddup2";
+  rc = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  if (rc == 0) {
+    step = "posix_spawn_file_actions_addopen(stderr)";
+    rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  if (rc == 0) {
+    step = "posix_spawn_file_actions_addopen(stdin)";
+    rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
+  if (rc == 0) {
+    step = "posix_spawnattr_setflags";
+    rc = posix_spawnattr_setflags(&attr,
+                                  POSIX_SPAWN_SETPGROUP);  // its own group: an expired bound ends all of it
+  }
+  if (rc == 0) {
+    step = "posix_spawnattr_setpgroup";
+    rc = posix_spawnattr_setpgroup(&attr, 0);
+  }
   std::vector<char*> args = {const_cast<char*>("sh"),         const_cast<char*>("-c"),
                              const_cast<char*>(kTreeCommand), const_cast<char*>("sh"),
                              const_cast<char*>(dir.c_str()),  nullptr};
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, args.data(), environ);
+  if (rc == 0) {
+    step = "posix_spawn(/bin/sh)";
+    rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, args.data(), environ);
+  }
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
-    why = failed("posix_spawn(/bin/sh)", rc);
+    why = failed(step, rc);
     return -1;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(bound_s);
