@@ -108,6 +108,33 @@ check("-DMORI_GIT_REV: the commit as given, clean as given, no source folder; un
       rc == 0 and rc2 == 0 and '"0123456789abcdef0123456789abcdef01234567"' in text and "CLEAN 1" in text and
       'SOURCE_DIR ""' in text and os.stat(hdr).st_mtime_ns == t1, out + text)
 
+# The digest of a modified tree does not follow the user's git configuration (diff.noprefix changes `git diff`).
+DIRTY = os.path.join(TMP, "dirty")
+os.makedirs(DIRTY)
+git("init", "-q", cwd=DIRTY)
+with open(os.path.join(DIRTY, "f.txt"), "w") as f:
+    f.write("one\n")
+git("add", "f.txt", cwd=DIRTY)
+git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x", cwd=DIRTY)
+with open(os.path.join(DIRTY, "f.txt"), "w") as f:
+    f.write("two\n")
+digests = []
+for i, config in enumerate(("", "[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n")):
+    home = os.path.join(TMP, f"home{i}")
+    os.makedirs(home)
+    with open(os.path.join(home, ".gitconfig"), "w") as f:
+        f.write(config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"))
+    out_h = os.path.join(TMP, f"dirty{i}.h")
+    p = subprocess.run(["cmake", f"-DSRC={DIRTY}", f"-DOUT={out_h}", "-P", script], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60, env=env)
+    h = open(out_h).read() if os.path.exists(out_h) else p.stdout
+    digests.append(next((ln for ln in h.splitlines() if "TREE_DIGEST" in ln), ""))
+check("a modified tree's digest is the same whatever the user's git configuration (diff.noprefix)",
+      digests[0] and "CLEAN 0" in h and digests[0] == digests[1] and 'TREE_DIGEST ""' not in digests[0] and
+      "MORI_BUILD_TREE_COMMAND" in h, str(digests) + h)
+
 # ---- B. One job, one build -------------------------------------------------------------------------------------
 rc, out = mpi("-n", "1", A2A, "--backend", "host", "--timeout-s", "5", ":",
               "-n", "1", PROBE, "--backend", "host", "--timeout-s", "5")

@@ -445,7 +445,15 @@ void report_expired_bound(ToolEnv& env, const Options& o, const std::string& wha
                    {"timeout_s", env.common.timeout_s}};
   doc["bound_expired"] = {{"rank", rank}, {"what", what}};
   std::vector<ScenarioSummary> scs;
-  if (!g_claimed_journal_dir.empty()) scs = summarize_journals(g_claimed_journal_dir);
+  // A bound that expired before any rank began its journal (the bootstrap, the doctor's exchange) leaves a
+  // claimed folder without journals: the report is still written, saying so.
+  if (!g_claimed_journal_dir.empty()) {
+    try {
+      scs = summarize_journals(g_claimed_journal_dir);
+    } catch (const Error& e) {
+      doc["bound_expired"]["journals"] = e.what();
+    }
+  }
   (void)finish_report(env, doc, scs, true);
 }
 

@@ -14,17 +14,15 @@
 
 #include "mori/symm/error.hpp"
 #include "mori/symm/version.hpp"
+#include "mori_build_revision.h"
 
 extern char** environ;
 
 namespace mori::symm {
 namespace {
 
-// Kept identical to cmake/revision.cmake's, so that the digests compare.
-constexpr const char* kTreeCommand =
-    "cd \"$1\" && export GIT_OPTIONAL_LOCKS=0 && git rev-parse --verify HEAD && "
-    "git diff HEAD --no-ext-diff --no-textconv --binary | git hash-object --stdin && "
-    "git status --porcelain --untracked-files=no | wc -l";
+// Defined once, in cmake/revision.cmake, which ran it at build time: the digests compare.
+constexpr const char* kTreeCommand = MORI_BUILD_TREE_COMMAND;
 
 std::string failed(const char* call, int err) {
   return std::string(call) + " failed: " + errno_name(err);
