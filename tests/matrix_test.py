@@ -81,7 +81,8 @@ else:
     with open(out) as f:
         rows = json.load(f)["matrix"]["rows"]
     bad = [r for r in rows if r.get("status") == "timeout"]
-    if not bad or any(r["latency_us_p50"] is not None for r in bad) or any(r["src"] != 0 for r in bad):
+    if (not bad or any(r["latency_us_p50"] is not None for r in bad) or any(r["src"] != 0 for r in bad)
+            or any("timed out at round" not in r.get("latency_reason", "") for r in bad)):
         failures.append(f"no-pong: rows {rows}")
     else:
         print(f"ok   no-pong: exit 4, {len(bad)} timed-out rows from rank 0")
@@ -102,8 +103,9 @@ def check_write_kernel(tag, m, request, variant, requested):
         if wk != want or r["write_verified"] is not True:
             failures.append(f"{tag}: {r['src']}->{r['dst']} {r['addressing']} write_kernel {wk} != {want}, or not "
                             f"verified ({r['write_verified']})")
-        if r["copy_engine_write_gbps"] is not None or r["write_over_copy_engine"] is not None:
-            failures.append(f"{tag}: the host runtime has no copy engine: {r}")
+        if (r["copy_engine_write_gbps"] is not None or r["write_over_copy_engine"] is not None
+                or "no copy engine" not in r.get("copy_engine_reason", "")):
+            failures.append(f"{tag}: the host runtime has no copy engine (null, with the reason): {r}")
         if (tag != "all") == ("write_variants" in r):
             failures.append(f"{tag}: write_variants {'missing' if tag == 'all' else 'present'}")
 

@@ -138,25 +138,33 @@ TEST(Health, WrongWriteAndTimeoutFail) {
   EXPECT_EQ(find_check(c, "pair.pingpongs_answered", "every pair")->verdict, Verdict::fail);
 }
 
-TEST(Health, PairFactsFromMatrixJson) {
-  const Json m = {{"rows",
-                   {{{"src", 0},
-                     {"dst", 1},
-                     {"addressing", "lsa"},
-                     {"write_gbps", 351.0},
-                     {"read_gbps", nullptr},
-                     {"latency_us_p50", 1.6},
-                     {"copy_engine_write_gbps", 380.0},
-                     {"write_verified", true},
-                     {"write_kernel", {{"variant", "plain/4x/u4"}, {"kernel", "plain"}}},
-                     {"status", "timeout"}}}}};
+TEST(Health, PairFactsFromMatrixRows) {
+  MatrixRow r;
+  r.src = 0;
+  r.dst = 1;
+  r.lsa = true;
+  r.write.gbps = Measured::of(351.0);
+  r.write.copy_engine_gbps = Measured::of(380.0);
+  r.write.verified = true;
+  r.write.kernel.variant = "bulk/2x/t16k";
+  r.write.kernel.requested = WriteKernel::bulk;
+  r.write.kernel.kernel = WriteKernel::plain;  // what ran (no bulk copies on this device)
+  r.read_gbps = Measured::none("not measured");
+  r.latency_us_p50 = Measured::none("the ping-pong timed out at round 3 of 1000 (bound 20 s)");
+  r.timed_out = true;
+  PeerMatrix m;
+  m.rows = {r};
   const auto f = pair_facts(m);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].addressing, "lsa");
+  EXPECT_DOUBLE_EQ(*f[0].write_gbps, 351.0);
   EXPECT_FALSE(f[0].read_gbps.has_value());
+  EXPECT_FALSE(f[0].latency_us.has_value());
   EXPECT_DOUBLE_EQ(*f[0].copy_engine_gbps, 380.0);
   EXPECT_TRUE(f[0].timed_out);
-  EXPECT_EQ(f[0].write_kernel, "plain/4x/u4 (ran plain)");
+  EXPECT_TRUE(f[0].verified);
+  // The kernel the row recorded, not one resolved again from the options.
+  EXPECT_EQ(f[0].write_kernel, "bulk/2x/t16k (ran plain)");
 }
 
 TEST(Health, LinksDownCountersAndXid) {

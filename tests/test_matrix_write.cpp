@@ -102,7 +102,7 @@ TEST(MatrixWrite, AutoIsThePlainKernelOfBefore) {
   EXPECT_EQ(c.unroll, 4);
   EXPECT_EQ(c.tile_bytes, 0u);
   EXPECT_EQ(c.fallback, WriteFallback::none);
-  const Json j = detail::to_json(c);
+  const Json j = to_json(c);
   EXPECT_TRUE(j["tile_bytes"].is_null());
   EXPECT_FALSE(j.contains("fallback"));
 }
@@ -123,7 +123,7 @@ TEST(MatrixWrite, ResolvesBulkAndItsFallbacks) {
   EXPECT_EQ(old.unroll, 4);
   EXPECT_EQ(old.tile_bytes, 0u);
   EXPECT_EQ(old.fallback, WriteFallback::no_bulk_copy);
-  EXPECT_NE(detail::to_json(old)["fallback"].get<std::string>().find("sm_90"), std::string::npos);
+  EXPECT_NE(to_json(old)["fallback"].get<std::string>().find("sm_90"), std::string::npos);
   // The host runtime: a memcpy, whatever was asked.
   WriteTarget host;
   host.host = 1;
@@ -131,7 +131,7 @@ TEST(MatrixWrite, ResolvesBulkAndItsFallbacks) {
   EXPECT_EQ(h.variant, "stream/2x/u8");
   EXPECT_EQ(h.kernel, WriteKernel::plain);
   EXPECT_EQ(h.fallback, WriteFallback::host);
-  EXPECT_TRUE(detail::to_json(h)["blocks"].is_null());
+  EXPECT_TRUE(to_json(h)["blocks"].is_null());
 }
 
 TEST(MatrixWrite, AllSweepsEveryVariantOnce) {

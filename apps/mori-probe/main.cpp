@@ -190,58 +190,6 @@ void print_table(const Json& nodes) {
   }
 }
 
-std::string gbps(const Json& v) {
-  if (v.is_null()) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", v.get<double>());
-  return buf;
-}
-
-std::string ratio(const Json& v) {
-  if (v.is_null()) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", v.get<double>());
-  return buf;
-}
-
-// --write-kernel all: one line per (row, variant).
-void print_variants(const Json& m) {
-  std::printf("write kernels against the copy engine (CE), timed interleaved:\n");
-  std::printf("  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", "src->dst", "addr", "variant", "ran", "write GB/s",
-              "CE GB/s", "write/CE", "check");
-  for (const auto& r : m["rows"]) {
-    const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
-    for (const auto& x : r["write_variants"])
-      std::printf("  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", pair.c_str(),
-                  r["addressing"].get<std::string>().c_str(), x["variant"].get<std::string>().c_str(),
-                  x["kernel"].get<std::string>().c_str(), gbps(x["write_gbps"]).c_str(),
-                  gbps(x["copy_engine_write_gbps"]).c_str(), ratio(x["write_over_copy_engine"]).c_str(),
-                  x["verified"].get<bool>() ? "ok" : "WRONG");
-  }
-}
-
-void print_matrix(const Json& m) {
-  std::printf("peer matrix (%s MiB, p50 latency of %d round trips / 2):\n",
-              gbps(Json(m["bytes"].get<double>() / (1 << 20))).c_str(), m["rounds"].get<int>());
-  std::printf("  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s\n", "src->dst", "addr", "write kernel",
-              "write GB/s", "read GB/s", "CE write", "write/CE", "lat us", "link GB/s");
-  std::set<std::string> notes;
-  for (const auto& r : m["rows"]) {
-    const std::string pair = std::to_string(r["src"].get<int>()) + "->" + std::to_string(r["dst"].get<int>());
-    const auto& wk = r["write_kernel"];
-    if (wk.contains("fallback"))
-      notes.insert(wk["variant"].get<std::string>() + ": " + wk["fallback"].get<std::string>());
-    std::printf("  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s%s%s\n", pair.c_str(),
-                r["addressing"].get<std::string>().c_str(), wk["variant"].get<std::string>().c_str(),
-                gbps(r["write_gbps"]).c_str(), gbps(r["read_gbps"]).c_str(),
-                gbps(r["copy_engine_write_gbps"]).c_str(), ratio(r["write_over_copy_engine"]).c_str(),
-                gbps(r["latency_us_p50"]).c_str(), gbps(r["link_gbps"]).c_str(),
-                r.contains("status") ? "  TIMEOUT" : "", r["write_verified"].get<bool>() ? "" : "  WRONG");
-  }
-  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
-  if (!m["rows"].empty() && m["rows"][0].contains("write_variants")) print_variants(m);
-}
-
 // ---- --health (docs/mori-probe.md "Health")
 // ------------------------------------------------------------------
 
@@ -397,7 +345,7 @@ std::vector<A2aFact> health_a2a(ToolEnv& env, const std::vector<RankFacts>& fact
 
 // Every check of --health over what was measured.
 std::vector<HealthCheck> health_checks(ToolEnv& env, const Options& o, const Json& doc,
-                                       const std::vector<RankFacts>& facts,
+                                       const PeerMatrix& matrix, const std::vector<RankFacts>& facts,
                                        const std::vector<LinkRaw>& before, const std::vector<LinkRaw>& after,
                                        const std::vector<A2aFact>& a2a) {
   auto& boot = *env.boot;
@@ -407,7 +355,7 @@ std::vector<HealthCheck> health_checks(ToolEnv& env, const Options& o, const Jso
   // Peer matrix, per node (load/store team).
   std::map<int, std::vector<PairFact>> by_node;
   bool over_nvlink = false;
-  for (auto r : pair_facts(doc["matrix"])) {
+  for (auto r : pair_facts(matrix)) {
     const auto& s = facts[static_cast<std::size_t>(r.src)];
     const auto& d = facts[static_cast<std::size_t>(r.dst)];
     if (!host) {
@@ -504,7 +452,6 @@ int run(ToolEnv& env, const Options& o) {
   doc["nodes"] = nodes;
   const auto diagnoses = all_diagnoses(nodes, facts, o.windows);
   doc["diagnoses"] = to_json(diagnoses);
-  bool timed_out = false;
   // --health: NVLink state and Xid events watched across the measurement.
   std::unique_ptr<detail::XidWatch> xid;
   std::vector<LinkRaw> links_before;
@@ -513,11 +460,14 @@ int run(ToolEnv& env, const Options& o) {
       xid = std::make_unique<detail::XidWatch>(rt.device_info(env.device).pci_bus_id);
     links_before = boot.allgather_value("health.links.before", read_links(rt, env.device, nullptr));
   }
+  PeerMatrix matrix;
   if (o.matrix) {
     auto mx = o.mx;
     mx.bytes = static_cast<std::size_t>(o.matrix_mib * (1 << 20)) / 16 * 16;
-    doc["matrix"] = peer_matrix(boot, rt, env.device, choose_handle_type(rt, env.device), mx, &timed_out);
+    matrix = peer_matrix(boot, rt, env.device, choose_handle_type(rt, env.device), mx);
+    doc["matrix"] = to_json(matrix);
   }
+  const bool timed_out = matrix.timed_out();
   std::vector<HealthCheck> health;
   if (o.health) {
     const auto a2a = timed_out ? std::vector<A2aFact>{{false, "the peer matrix timed out", boot.world(), 0,
@@ -525,7 +475,7 @@ int run(ToolEnv& env, const Options& o) {
                                : health_a2a(env, facts);
     const auto links_after =
         boot.allgather_value("health.links.after", read_links(rt, env.device, xid.get()));
-    health = health_checks(env, o, doc, facts, links_before, links_after, a2a);
+    health = health_checks(env, o, doc, matrix, facts, links_before, links_after, a2a);
     doc["config"]["health"] = {{"expectations", o.expectations.files}};
     doc["health"] = to_json(health);
   }
@@ -533,7 +483,7 @@ int run(ToolEnv& env, const Options& o) {
     if (env.common.json != "-") {
       print_table(nodes);
       std::printf("diagnoses: %s\n%s", diagnoses.empty() ? "none" : "", format_diagnoses(diagnoses).c_str());
-      if (o.matrix) print_matrix(doc["matrix"]);
+      if (o.matrix) std::printf("%s", format_matrix(matrix).c_str());
       if (o.health) {
         std::printf("health:\n%s", format_health(health).c_str());
         for (const auto& f : o.expectations.files) std::printf("  expectations: %s\n", f.c_str());
@@ -545,11 +495,11 @@ int run(ToolEnv& env, const Options& o) {
   }
   if (timed_out) return static_cast<int>(ExitCode::timeout);
   if (o.health && has_failure(health)) return static_cast<int>(ExitCode::check_failed);
-  if (o.matrix && doc["matrix"]["writes_wrong"].get<std::size_t>() > 0) {
+  if (o.matrix && matrix.writes_wrong() > 0) {
     if (env.is_root())
       std::fprintf(stderr,
                    "mori-probe: %zu matrix write(s) left wrong bytes in the peer's slot (WRONG above)\n",
-                   doc["matrix"]["writes_wrong"].get<std::size_t>());
+                   matrix.writes_wrong());
     return static_cast<int>(ExitCode::check_failed);
   }
   return o.strict && has_error(diagnoses) ? static_cast<int>(ExitCode::check_failed) : 0;

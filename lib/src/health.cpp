@@ -17,11 +17,6 @@ std::string num(double v) {
   return buf;
 }
 
-std::optional<double> opt_number(const Json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -128,28 +123,24 @@ Placement placement_of(int ranks, int distinct_devices, bool host_runtime) noexc
   return ranks == 2 ? Placement::two_devices : Placement::several_devices;
 }
 
-std::vector<PairFact> pair_facts(const Json& matrix) {
+PairFact pair_fact(const MatrixRow& r) {
+  PairFact f;
+  f.src = r.src;
+  f.dst = r.dst;
+  f.addressing = r.addressing();
+  f.write_gbps = r.write.gbps.value;
+  f.read_gbps = r.read_gbps.value;
+  f.latency_us = r.latency_us_p50.value;
+  f.copy_engine_gbps = r.write.copy_engine_gbps.value;
+  f.verified = r.write.verified;
+  f.timed_out = r.timed_out;
+  f.write_kernel = r.write.kernel.variant + " (ran " + to_string(r.write.kernel.kernel) + ")";
+  return f;
+}
+
+std::vector<PairFact> pair_facts(const PeerMatrix& matrix) {
   std::vector<PairFact> out;
-  if (!matrix.is_object() || !matrix.contains("rows")) return out;
-  for (const auto& r : matrix["rows"]) {
-    PairFact f;
-    f.src = r.value("src", 0);
-    f.dst = r.value("dst", 0);
-    f.addressing = r.value("addressing", std::string("ptr"));
-    f.write_gbps = opt_number(r, "write_gbps");
-    f.read_gbps = opt_number(r, "read_gbps");
-    f.latency_us = opt_number(r, "latency_us_p50");
-    f.copy_engine_gbps = opt_number(r, "copy_engine_write_gbps");
-    f.verified = r.value("write_verified", true);
-    f.timed_out = r.contains("status") && r["status"] == "timeout";
-    if (r.contains("write_kernel") && r["write_kernel"].is_object()) {
-      const auto& wk = r["write_kernel"];
-      f.write_kernel = wk.value("variant", std::string("?"));
-      if (wk.contains("kernel") && wk["kernel"].is_string())
-        f.write_kernel += " (ran " + wk["kernel"].get<std::string>() + ")";
-    }
-    out.push_back(f);
-  }
+  for (const auto& r : matrix.rows) out.push_back(pair_fact(r));
   return out;
 }
 

@@ -165,6 +165,8 @@ std::vector<WriteChoice> write_variants(const WriteKernelOptions& o, const Write
   return out;
 }
 
+}  // namespace detail
+
 Json to_json(const WriteChoice& c) {
   auto positive = [](std::uint64_t x) { return x ? Json(x) : Json(nullptr); };
   Json j = {{"variant", c.variant},
@@ -180,6 +182,8 @@ Json to_json(const WriteChoice& c) {
     j["fallback"] = "bulk copies need NVIDIA sm_90 or newer: the plain kernel ran";
   return j;
 }
+
+namespace detail {
 
 Json request_json(const WriteKernelOptions& o) {
   const std::string blocks = o.blocks          ? std::to_string(o.blocks)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mori/symm/json.hpp"
+#include "mori/symm/matrix.hpp"
 
 namespace mori::symm {
 
@@ -40,21 +41,23 @@ struct OutlierLimits {
 // there (bandwidth below 0.25 x warns, below 0.05 x fails; latency at most warns).
 OutlierLimits host_outlier_limits();
 
-// One row of the peer matrix, as the checks see it (read from peer_matrix's JSON by pair_facts).
+// One row of the peer matrix, as the checks see it (from peer_matrix's rows by pair_facts).
 struct PairFact {
   int src = 0, dst = 0;
   std::string addressing;  // "ptr" | "lsa"
   std::optional<double> write_gbps, read_gbps, latency_us, copy_engine_gbps;
   bool verified = true;
   bool timed_out = false;
-  std::string write_kernel;  // the row's write_kernel: "plain/4x/u4 (ran plain)"
+  std::string
+      write_kernel;  // the kernel the row's write ran, as the matrix recorded it: "plain/4x/u4 (ran plain)"
   // Filled by the tool from the ranks' facts and NVML (empty / -1 where unknown).
   std::string src_pci, dst_pci;
   int links = -1;  // NVLink links between the two GPUs (0: none, -1: unknown)
 };
 
-// The rows of peer_matrix's JSON (matrix.hpp) as facts, without PCI ids and links.
-std::vector<PairFact> pair_facts(const Json& matrix);
+// The rows of peer_matrix (matrix.hpp) as facts, without PCI ids and links.
+PairFact pair_fact(const MatrixRow& row);
+std::vector<PairFact> pair_facts(const PeerMatrix& matrix);
 
 // How the ranks of one node sit on its GPUs.
 enum class Placement {

@@ -17,27 +17,14 @@ class KernelModule;
 
 namespace mori::symm::detail {
 
-// Why a write kernel other than the one asked for ran.
-enum class WriteFallback { none, host, no_bulk_copy };
+using mori::symm::WriteChoice;  // matrix.hpp: carried in the rows
+using mori::symm::WriteFallback;
 
-// What a source rank's device offers (gathered from every rank, so plain integers).
+// What a source rank's device offers.
 struct WriteTarget {
   std::int32_t host = 0;             // the host runtime: every write is a memcpy
   std::int32_t bulk_copy = 0;        // arch_has_bulk_copy (jit.hpp)
   std::int32_t multiprocessors = 1;  // for "Nx" block counts
-};
-
-// One write kernel as it runs on a source rank.
-struct WriteChoice {
-  std::string
-      variant;  // the request with its defaults filled in: "plain/4x/u4", "bulk-tma/2x/t16k", "stream/96/u8"
-  WriteKernel requested = WriteKernel::auto_select;
-  WriteKernel kernel = WriteKernel::plain;  // what runs: plain, stream, bulk or bulk_tma
-  unsigned blocks = 0;                      // 0 on the host runtime
-  unsigned threads = 0;                     // 0 on the host runtime
-  int unroll = 0;                           // plain, stream; else 0
-  std::uint32_t tile_bytes = 0;             // bulk, bulk_tma; else 0
-  WriteFallback fallback = WriteFallback::none;
 };
 
 // The write kernel of every row (with WriteKernel::all: the auto one).
@@ -45,8 +32,6 @@ WriteChoice write_choice(const WriteKernelOptions& o, const WriteTarget& t);
 // WriteKernel::all: every variant (kernels x blocks 1x, 2x, 4x x unroll 4, 8, 16 or tile 4, 8, 16 KiB; a
 // dimension that o fixes is not swept), in a fixed order; otherwise none.
 std::vector<WriteChoice> write_variants(const WriteKernelOptions& o, const WriteTarget& t);
-// {variant, requested, kernel, blocks, threads, unroll, tile_bytes[, fallback]}; 0 values are null.
-Json to_json(const WriteChoice& c);
 // The request as given: {requested, blocks, unroll, tile_kib}.
 Json request_json(const WriteKernelOptions& o);
 
