@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """The summary of scripts/matrix-sweep: one mori.matrix-sweep/1 document from the peer matrix mori-probe wrote.
 
-usage: scripts/matrix_sweep.py --probe PROBE.json --out SWEEP.json --world N --goal RATIO --probe-exit RC
-                               [-- MORI-PROBE-ARGS...]
-       scripts/matrix_sweep.py --check-goal RATIO
+usage: python3 scripts/matrix_sweep.py --probe PROBE.json --out SWEEP.json --world N --goal RATIO --probe-exit RC
+                                       [-- MORI-PROBE-ARGS...]
+       python3 scripts/matrix_sweep.py --check-goal RATIO
 
 PROBE.json is mori-probe's report of `--matrix --write-kernel all` (read through scripts/mori_results/: bounded,
 strict JSON, schema mori.probe checked first). The document has the probe's meta, a row per (pair, addressing,
@@ -47,7 +46,7 @@ def variant_rows(matrix, src):
         for v in r.get("write_variants", []):
             rows.append({"src": r["src"], "dst": r["dst"], "addressing": r["addressing"], **v})
     if not rows:
-        raise SummaryError(f"matrix-sweep: {src} has no write_variants (no pair measured?)")
+        raise SummaryError(f"{src} has no write_variants (no pair measured?)")
     return rows
 
 
@@ -108,7 +107,7 @@ def print_summary(doc, src, dst):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="scripts/matrix_sweep.py", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python3 scripts/matrix_sweep.py", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--check-goal", metavar="RATIO", help="only check the goal (exit 0 or 2)")

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """The Python modules of a list that this interpreter cannot import (scripts/deps' check).
 
-usage: scripts/missing_modules.py MODULE...
+usage: python3 scripts/missing_modules.py MODULE...
 
 Prints the names of the modules that importlib cannot find, space separated, on one line (an empty line when
 every one is there). Exit 0 either way; 2: usage.
