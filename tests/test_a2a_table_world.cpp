@@ -51,7 +51,7 @@ TEST(A2aTableWorld, AWorld8PlanReportsTheCellMeasuredAt2Ranks) {
   const A2aChunkPlan p = a2a_chunk_plan(A2aConfig{}, f, std::size_t{256} << 10);
   EXPECT_EQ(p.table_world, 2);
   const std::string note = a2a_table_note(f);
-  EXPECT_NE(note.find("no cell measured at 8 ranks on distinct GPUs"), std::string::npos) << note;
+  EXPECT_NE(note.find("no cell measured at 8 ranks on distinct devices"), std::string::npos) << note;
   EXPECT_NE(note.find("measured at 2 ranks"), std::string::npos) << note;
   // At 2 distinct GPUs, and 8 ranks on one GPU, the plan reads a cell of its own world and says nothing.
   EXPECT_EQ(a2a_chunk_plan(A2aConfig{}, h200_facts(2, true), 4096).table_world, 2);

@@ -136,9 +136,9 @@ std::string a2a_table_note(const A2aFacts& f) {
   const A2aTableCell& c = table_cell_of(f);
   if (c.world == world_of(f)) return "";
   return "the automatic tables have no cell measured at " + std::to_string(world_of(f)) + " ranks " +
-         (c.remote ? "on distinct GPUs" : "sharing one GPU") + ": the plan reads the nearest, measured at " +
-         std::to_string(c.world) + " ranks (" + c.source + "); rows say table_world " +
-         std::to_string(c.world);
+         (c.remote ? "on distinct devices" : "sharing one device") +
+         ": the plan reads the nearest, measured at " + std::to_string(c.world) + " ranks (" + c.source +
+         "); rows say table_world " + std::to_string(c.world);
 }
 
 const char* to_string(PlacementClass c) noexcept {
