@@ -30,6 +30,12 @@ CASES = [
     ("mori-a2a", 2, ["--chunk-kib", "abc"], {}, 2, "--chunk-kib: 'abc' is not a size"),
     ("mori-a2a", 2, ["-b", "100", "-e", "10"], {}, 2, "-b/-e: need 0 < begin <= end"),
     ("mori-a2a", 2, ["--chunk-kib", "99999999999"], {}, 2, "exceeds 16 GiB"),
+    # One chunk limit (a2a_chunk.hpp), named with the item where the options give it: before, the parser had a
+    # limit of its own (2^40 KiB, "too large") and the sweep's sizes were refused later without their item.
+    ("mori-a2a", 2, ["--chunk-kib", "64,1099511627777"], {}, 2,
+     "--chunk-kib item 2 '1099511627777': chunk size: 1125899906843648 bytes exceeds 16 GiB, the limit"),
+    ("mori-a2a", 2, ["-b", "1K", "-e", "64G"], {}, 2,
+     "-b/-e/-f size 26 (-b 1K -e 64G -f 2): chunk size: 34359738368 bytes exceeds 16 GiB, the limit"),
     # 16 GiB chunks need 3 x 2 x 16 GiB per rank: more than any machine below 213 GiB of memory can give two ranks.
     ("mori-a2a", 2, ["--chunk-kib", "16777216"], {}, 2, "more than 90% of the device"),
     ("mori-a2a", 2, ["--addressing", "flat"], {}, 2, "--addressing: unknown value 'flat'"),

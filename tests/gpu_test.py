@@ -14,8 +14,15 @@ CASE:
   teardown  mori-teardown-repro at 2 ranks on the GPU: ordered -> ok, free-before-unmap -> api_error
   jit       a fresh MORI_JIT_CACHE_DIR: the first run compiles, the second loads from the cache (same keys and
             images), a third with MORI_DISABLE_JIT=1 still runs
+  distinct-policy
+            the distinct-GPU plan on one GPU (MORI_FAULT=a2a.distinct-policy:0, docs/mori-a2a.md "The plan";
+            results/h200/distinct-policy/): at 2 and 8 ranks on GPU 0 under MPS (whatever the GPU count),
+            --chunk-kib 256,4096 --protocol all: exit 0, wrong 0, plan_policy distinct_gpus, system-scope signals,
+            normal source loads, the distinct-GPU tables (table_world 2), every protocol verified; and under it
+            each mutant (no-barrier, stale, overrun) exits 1 with wrong > 0 under every protocol
 With one GPU and no MPS daemon active, the 2-rank cases start a private one (scripts/mori_mps.py, its own pipe and
 log folders under a temporary folder) and stop it afterwards; an MPS daemon already active is used and left running.
+-h, --help: this text, exit 0.
 """
 import glob
 import json
@@ -30,7 +37,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import check, finish, skip  # noqa: E402
 
-CASES = ("probe", "a2a", "mutants", "teardown", "jit")
+CASES = ("probe", "a2a", "mutants", "teardown", "jit", "distinct-policy")
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    sys.exit(0)
 if len(sys.argv) < 4 or sys.argv[1] not in CASES:
     print(__doc__.strip(), file=sys.stderr)
     sys.exit(2)
@@ -118,25 +128,30 @@ def gpus(tmp):
 
 
 class TwoRanks:
-    """Where 2 ranks go: one per GPU with 2+ GPUs; otherwise both on GPU 0 under MPS (scripts/mori_mps.py: the
-    daemon the environment names, or a private one started here and stopped by stop())."""
+    """Where the ranks go (2 unless `ranks`): one per GPU with as many GPUs and not `one_gpu`; otherwise all on
+    GPU 0 under MPS (scripts/mori_mps.py: the daemon the environment names, or a private one started here and
+    stopped by stop())."""
 
-    def __init__(self, count, node, tmp):
-        self.env, self.placement, self.ok = {}, None, True
-        if count >= 2:
-            self.what = "2 ranks, one per GPU"
+    def __init__(self, count, node, tmp, ranks=2, one_gpu=False):
+        self.env, self.placement, self.ok, self.ranks = {}, None, True, ranks
+        if count >= ranks and not one_gpu:
+            self.what = f"{ranks} ranks, one per GPU"
             return
         if node.get("mps_active") and mori_mps.active_daemon() is None:
-            self.what = "2 ranks on one GPU, under the MPS daemon already active"
-            return
-        self.placement = mori_mps.Placement(2, gpu=0, base=os.path.join(tmp, "mps"))
+            if count < 2:  # the one GPU there is, under the daemon serving it
+                self.what = f"{ranks} ranks on one GPU, under the MPS daemon already active"
+                return
+            # Several GPUs under a daemon this process cannot name: the ranks cannot be confined to one of them.
+            skip(f"{ranks} ranks on one of {count} GPUs: an MPS daemon is active that this environment does not "
+                 "name (set CUDA_MPS_PIPE_DIRECTORY, or stop it)")
+        self.placement = mori_mps.Placement(ranks, gpu=0, base=os.path.join(tmp, f"mps-{ranks}"))
         self.what = self.placement.describe()
         try:
             self.placement.start()
             self.env, out = self.placement.env(), ""
         except mori_mps.MpsError as e:  # the folder goes with this test's temporary folder: show the log now
             self.ok, out = False, f"{e}\n{self.placement.daemon.log_tail()}"
-        check(f"MPS for 2 ranks on one GPU ({self.what})", self.ok, out)
+        check(f"MPS for {ranks} ranks on one GPU ({self.what})", self.ok, out)
 
     def stop(self):
         if self.placement and self.placement.started:
@@ -154,8 +169,8 @@ class TwoRanks:
             f"shared_device_without_mps {m.get('shared_device_without_mps')}"
 
 
-def mpirun2(tool, args, env):
-    return [*MPIRUN, "-n", "2", tool, "--backend", "gpu", "--timeout-s", "30", *args], env
+def mpirun2(tool, args, env, ranks=2):
+    return [*MPIRUN, "-n", str(ranks), tool, "--backend", "gpu", "--timeout-s", "30", *args], env
 
 
 def case_probe(tmp, count, node):
@@ -189,7 +204,7 @@ def case_probe(tmp, count, node):
 def a2a_job(tmp, name, where, args, fault=None):
     path = os.path.join(tmp, f"{name}.json")
     env = dict(where.env, **({"MORI_FAULT": fault} if fault else {}))
-    cmd, env = mpirun2(A2A, [*args, "--json", path], env)
+    cmd, env = mpirun2(A2A, [*args, "--json", path], env, where.ranks)
     rc, out = run(cmd, env=env, timeout=300)
     return rc, load(path), out
 
@@ -278,11 +293,64 @@ def case_mutants(tmp, count, where):
         hint = "" if fault_point_present(fault) else (
             f"\nhint: the string '{fault.split(':')[0]}' occurs in neither mori-a2a nor libmori_symm: this build "
             "may not have that fault point (or was configured with -DMORI_FAULT_INJECTION=OFF)")
-        per = {p: sum(r.get("wrong", 0) for r in (doc or {}).get("results", []) if r.get("protocol") == p)
-               for p in ("simple", "direct", "ll", "copy")}
+        per = mutant_per_protocol(doc)
         check(f"MORI_FAULT={fault}: the verification catches it under every protocol: exit 1 and wrong > 0 "
               f"(exit {rc}, wrong per protocol {per if doc else 'no JSON'})",
               rc == 1 and isinstance(wrong, int) and all(v > 0 for v in per.values()), out + hint)
+
+
+def mutant_per_protocol(doc):
+    """Wrong elements per protocol of a report's rows."""
+    return {p: sum(r.get("wrong", 0) for r in (doc or {}).get("results", []) if r.get("protocol") == p)
+            for p in ("simple", "direct", "ll", "copy")}
+
+
+DISTINCT = "a2a.distinct-policy:0"
+
+
+def case_distinct_policy(tmp, count, node):
+    """The distinct-GPU plan on one GPU at 2 and 8 ranks (results/h200/distinct-policy/README.md)."""
+    for ranks in (2, 8):
+        where = TwoRanks(count, node, tmp, ranks=ranks, one_gpu=True)
+        try:
+            if where.ok:
+                distinct_policy_at(tmp, where)
+        finally:
+            where.stop()
+
+
+def distinct_policy_at(tmp, where):
+    n = where.ranks
+    args = ["--chunk-kib", "256,4096", "--protocol", "all"]
+    rc, doc, out = a2a_job(tmp, f"distinct-w{n}", where, args, DISTINCT)
+    res = doc.get("results", []) if doc else []
+    meta = (doc or {}).get("meta", {})
+    check(f"{where.what}, MORI_FAULT={DISTINCT}, --chunk-kib 256,4096 --protocol all: exit 0, wrong 0 in every "
+          f"row, world {n}, plan_policy distinct_gpus (exit {rc}, wrong {doc.get('wrong') if doc else 'no JSON'}, "
+          f"{len(res)} rows, world {meta.get('world')}, plan_policy {meta.get('plan_policy')})",
+          rc == 0 and doc is not None and doc.get("wrong") == 0 and len(res) > 0
+          and all(r.get("wrong") == 0 for r in res) and meta.get("world") == n
+          and meta.get("plan_policy") == "distinct_gpus" and meta.get("all_ranks_one_device") is True, out)
+    device = [r for r in res if r.get("sync") == "device"]
+    protos = {(r.get("protocol"), r.get("graph")) for r in device}
+    check(f"{n} ranks: simple, direct, ll and copy each verified, eager and in a graph ({sorted(protos)})",
+          protos == {(p, g) for p in ("simple", "direct", "ll", "copy") for g in (False, True)}, out)
+    shape = sorted({(r.get("sync"), r.get("signal_scope"), r.get("source_cache"), r.get("table_world"))
+                    for r in res})
+    check(f"{n} ranks: the distinct-GPU plan in every row: system-scope signals (none for host sync), normal source "
+          f"loads (none for copy), the tables of distinct GPUs measured at 2 ranks ({shape})",
+          len(res) > 0 and all(r.get("signal_scope") == ("system" if r.get("sync") == "device" else "none")
+                               and r.get("source_cache") == ("none" if r.get("protocol") == "copy" else "normal")
+                               and r.get("table_world") == 2 for r in res), out)
+    margs = ["--chunk-kib", "256", "--sync", "device", "--protocol", "all"]
+    for fault in MUTANTS:
+        name = f"distinct-w{n}-mutant-" + re.sub(r"[^a-z0-9]+", "_", fault)
+        rc, doc, out = a2a_job(tmp, name, where, margs, f"{DISTINCT},{fault}")
+        per = mutant_per_protocol(doc)
+        plan = (doc or {}).get("meta", {}).get("plan_policy")
+        check(f"{n} ranks, distinct-GPU plan, MORI_FAULT={fault}: exit 1 and wrong > 0 under every protocol "
+              f"(exit {rc}, wrong per protocol {per if doc else 'no JSON'}, plan_policy {plan})",
+              rc == 1 and doc is not None and plan == "distinct_gpus" and all(v > 0 for v in per.values()), out)
 
 
 def case_teardown(tmp, count, where):
@@ -350,6 +418,8 @@ def main():
             case_probe(tmp, count, node)
         elif CASE == "jit":
             case_jit(tmp, count)
+        elif CASE == "distinct-policy":
+            case_distinct_policy(tmp, count, node)
         else:
             where = TwoRanks(count, node, tmp)
             try:

@@ -51,14 +51,14 @@ TEST(A2aConfig, AutoPicksCopyForLargeChunksOnASharedDevice) {
   A2aConfig c;
   c.graph = 16;
   const std::size_t big = std::size_t{64} << 20;
-  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::copy});
-  EXPECT_EQ(a2a_protocols(c, big / 4, false), std::vector<Protocol>{Protocol::direct});
-  EXPECT_EQ(a2a_protocols(c, big, true), std::vector<Protocol>{Protocol::simple});
+  EXPECT_EQ(a2a_protocols(c, big, false, 8), std::vector<Protocol>{Protocol::copy});
+  EXPECT_EQ(a2a_protocols(c, big / 4, false, 8), std::vector<Protocol>{Protocol::direct});
+  EXPECT_EQ(a2a_protocols(c, big, true, 2), std::vector<Protocol>{Protocol::simple});
   c.graph = 3;
-  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::simple});
+  EXPECT_EQ(a2a_protocols(c, big, false, 8), std::vector<Protocol>{Protocol::simple});
   c.graph = 0;  // launched one by one, any number of verified epochs
   c.verify_epochs = 5;
-  EXPECT_EQ(a2a_protocols(c, big, false), std::vector<Protocol>{Protocol::copy});
+  EXPECT_EQ(a2a_protocols(c, big, false, 8), std::vector<Protocol>{Protocol::copy});
 }
 
 // auto never takes ll: with device-scope signals on a shared device direct beat it at 4 KiB too.
@@ -66,7 +66,8 @@ TEST(A2aConfig, AutoNeverPicksLl) {
   A2aConfig c;
   for (bool one_rank_per_device : {false, true})
     for (std::size_t chunk : {std::size_t{4}, std::size_t{4096}, std::size_t{256} << 10})
-      EXPECT_EQ(a2a_protocols(c, chunk, one_rank_per_device), std::vector<Protocol>{Protocol::direct});
+      EXPECT_EQ(a2a_protocols(c, chunk, one_rank_per_device, one_rank_per_device ? 2 : 8),
+                std::vector<Protocol>{Protocol::direct});
 }
 
 TEST(A2aConfig, SignalScopeParses) {
@@ -171,7 +172,7 @@ void expect_auto_follows(const std::vector<std::string>& files, bool one_rank_pe
   const Sweep sweep = read_sweep(files);
   ASSERT_FALSE(sweep.empty());
   for (const auto& [chunk, by] : sweep) {
-    const Protocol pick = a2a_protocols(c, chunk, one_rank_per_device).at(0);
+    const Protocol pick = a2a_protocols(c, chunk, one_rank_per_device, one_rank_per_device ? 2 : 8).at(0);
     const auto it = by.find(to_string(pick));
     if (it == by.end()) continue;  // this sweep did not measure what auto picks here
     double best = 1e300;
@@ -186,7 +187,7 @@ void expect_auto_follows(const std::vector<std::string>& files, bool one_rank_pe
 
 }  // namespace
 
-// --protocol auto is a table read off committed sweeps (lib/src/a2a/config.cpp names them); it must keep
+// --protocol auto is a table read off committed sweeps (lib/src/a2a/plan.cpp kCells names them); it must keep
 // agreeing with them.
 TEST(A2aConfig, AutoFollowsTheCommittedSweeps) {
   expect_auto_follows({"h200/protocol-sweep-scope/w8-programmatic-r1.json",

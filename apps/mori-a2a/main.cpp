@@ -1,10 +1,10 @@
 // mori-a2a: one-shot all-to-all over a symmetric window, pointer-array vs LSA addressing, host vs device
 // synchronisation, optional graphs; verified, and against the platform's copy measured in the same run.
-#include <cctype>
 #include <cstdio>
 #include <map>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/a2a_chunk.hpp"
 #include "mori/symm/a2a_summary.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/fds.hpp"
@@ -31,55 +31,6 @@ struct Options {
   std::string graph = "auto";  // --graph: "auto" (default_graph_iters) or K
   A2aConfig cfg;
 };
-
-// One item of --chunk-kib: a number of KiB, or a size with its unit (B, K, M, G: 4096B, 64M).
-std::size_t chunk_item_bytes(const std::string& s, std::size_t index) {
-  const std::string accepted = "accepted: KiB as a number, or with a unit B, K, M, G: 256, 4096B, 64M";
-  const std::string item = "item " + std::to_string(index + 1);
-  if (s.empty()) throw UsageError("--chunk-kib: " + item + " is empty (" + accepted + ")");
-  const bool kib = std::isdigit(static_cast<unsigned char>(s.back())) != 0;
-  std::size_t v = 0;
-  try {
-    v = parse_size("--chunk-kib", s);
-  } catch (const UsageError&) {
-    throw UsageError("--chunk-kib: '" + s + "' is not a size (" + item + "; " + accepted + ")");
-  }
-  // Zero is left to the configuration's own check ("chunk size: must be > 0").
-  if ((kib && v > (std::size_t{1} << 40)) || (!kib && v > (std::size_t{1} << 50)))
-    throw UsageError("--chunk-kib: '" + s + "' is too large (" + item + ")");
-  return kib ? v << 10 : v;
-}
-
-std::vector<std::size_t> chunk_sizes(const Options& o) {
-  std::vector<std::string> items;
-  for (std::size_t pos = 0; !o.chunk_kib.empty() && pos <= o.chunk_kib.size();) {
-    const std::size_t comma = std::min(o.chunk_kib.find(',', pos), o.chunk_kib.size());
-    items.push_back(o.chunk_kib.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  std::vector<std::size_t> v;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::size_t bytes = chunk_item_bytes(items[i], i);
-    for (std::size_t j = 0; j < v.size(); ++j)
-      if (v[j] == bytes)
-        throw UsageError("--chunk-kib: item " + std::to_string(i + 1) + " '" + items[i] + "' repeats item " +
-                         std::to_string(j + 1) + " '" + items[j] + "' (" + std::to_string(bytes) + " bytes)");
-    v.push_back(bytes);
-  }
-  if (!o.begin.empty() || !o.end.empty()) {
-    if (o.begin.empty() || o.end.empty()) throw UsageError("-b/-e: give both the first and the last size");
-    if (!(o.factor > 1.0 && o.factor <= 1024)) throw UsageError("-f: the factor must be in (1, 1024]");
-    const std::size_t b = parse_size("-b", o.begin), e = parse_size("-e", o.end);
-    if (b == 0 || e < b) throw UsageError("-b/-e: need 0 < begin <= end");
-    for (double x = static_cast<double>(b); x <= static_cast<double>(e) * 1.0000001; x *= o.factor) {
-      std::size_t c = static_cast<std::size_t>(x + 0.5);
-      if (v.empty() || v.back() != c) v.push_back(c);
-      if (v.size() > 64) throw UsageError("-b/-e/-f: more than 64 sizes");
-    }
-  }
-  if (v.empty()) v.push_back(256 << 10);
-  return v;
-}
 
 void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) {
   std::printf(
@@ -280,7 +231,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   };
   spec.validate = [&] {
-    o.cfg.chunks = chunk_sizes(o);
+    o.cfg.chunks = parse_a2a_chunks(o.chunk_kib, o.begin, o.end, o.factor);
     // Only the documented -1 means the default; NaN, infinities and other negatives are refused.
     if (!(o.cfg.skew_us == -1 || (o.cfg.skew_us >= 0 && o.cfg.skew_us <= 1e6)))
       throw UsageError("--skew-us: must be -1 (the default) or in [0, 1000000] microseconds");

@@ -99,6 +99,8 @@ struct A2aBench::Impl {
       spdlog::warn("MORI_FAULT a2a.distinct-policy: ranks sharing a GPU take the plan of distinct GPUs");
     const auto without_hints = find_cache_hints();
     a2a_plan_refusals(cfg, facts, without_hints, jit_arch);
+    if (const std::string note = a2a_table_note(facts); !note.empty() && me == 0)
+      spdlog::info("plan: {}", note);
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
@@ -131,7 +133,7 @@ struct A2aBench::Impl {
     std::uint64_t largest = 0;
     bool any = false;
     for (std::size_t ch : cfg.chunks) {
-      const auto ps = a2a_protocols(cfg, ch, placement.one_rank_per_device);
+      const auto ps = a2a_protocols(cfg, ch, placement.one_rank_per_device, world);
       if (std::find(ps.begin(), ps.end(), Protocol::ll) == ps.end()) continue;
       any = true;
       largest = std::max<std::uint64_t>(largest, ch);
@@ -333,6 +335,7 @@ struct A2aBench::Impl {
     r.ceiling = ceiling;
     r.physical = plan.physical;
     r.placement = to_string(placement_class(placement));
+    r.table_world = plan.table_world;
     return r;
   }
 };

@@ -1,29 +1,14 @@
 // The all-to-all's configuration: validation, automatic choices, pitch, and the JSON of a result row.
 #include <algorithm>
-#include <limits>
 #include <string>
 
 #include "mori/symm/a2a.hpp"
+#include "mori/symm/a2a_chunk.hpp"
+#include "mori/symm/a2a_plan.hpp"
 #include "mori/symm/error.hpp"
 
 namespace mori::symm {
 namespace {
-constexpr std::size_t kMaxChunk = std::size_t{1} << 34;  // 16 GiB per pair: far beyond any device today
-// The automatic protocol (docs/mori-a2a.md "Synchronisation and protocols"), per placement (peers on other
-// devices, or ranks sharing one device): direct below simple_from, simple from there, copy from copy_from;
-// ll never. From results/h200x2/protocol-sweep/ (graph of 16, two runs): on 2 x H200 direct is fastest
-// from 4 KiB to 4 MiB and simple from 16 MiB, ll never (4 KiB: 3.83 vs 3.55 us; 256 KiB: 6.69 vs 4.79); with
-// 8 ranks on one H200 at device scope (results/h200/protocol-sweep-scope/) direct is fastest from 4 KiB to
-// 16 MiB, ll never (4 KiB: 5.64 / 5.74 vs 4.62 / 4.84 us; at system scope ll had won there, 6.87 vs 7.20),
-// and copy from 64 MiB (2048.6 vs simple 2142.1, direct 2151.2 us; 0.995 of the ceiling), not at 16 MiB
-// (541.8 vs 530.6); on 2 x H200 copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1 vs 190.2
-// us).
-struct AutoProtocol {
-  std::size_t simple_from, copy_from;
-};
-constexpr std::size_t kNever = ~std::size_t{0};
-constexpr AutoProtocol kRemote{std::size_t{16} << 20, kNever};
-constexpr AutoProtocol kShared{std::size_t{64} << 20, std::size_t{64} << 20};
 
 // The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
 // have, so a captured graph holds fixed parities: each replay must start at the parity of the capture, which
@@ -104,33 +89,36 @@ std::vector<Protocol> parse_protocols(const std::string& text) {
   return out;
 }
 
-std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device) {
+std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
+                                    int world) {
   if (!c.protocols.empty()) return c.protocols;
-  const AutoProtocol& a = one_rank_per_device ? kRemote : kShared;
+  const A2aTableCell& t = a2a_table_cell(one_rank_per_device, world);
   // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
-  if (chunk_bytes >= a.copy_from && copy_fits_graphs(c)) return {Protocol::copy};
-  return {chunk_bytes < a.simple_from ? Protocol::direct : Protocol::simple};
+  if (chunk_bytes >= t.copy_from && copy_fits_graphs(c)) return {Protocol::copy};
+  return {chunk_bytes < t.simple_from ? Protocol::direct : Protocol::simple};
 }
 
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
   if (c.chunks.empty()) throw UsageError("--chunk-kib / -b -e -f: no chunk size given");
-  for (auto ch : c.chunks) {
-    if (ch == 0) throw UsageError("chunk size: must be > 0 bytes");
-    if (ch > kMaxChunk) throw UsageError("chunk size: " + std::to_string(ch) + " bytes exceeds 16 GiB");
-    if (ch > std::numeric_limits<std::size_t>::max() / 4 / static_cast<std::size_t>(world))
-      throw UsageError("chunk size: world x chunk overflows");
+  // The direct protocol's wait gives one thread of a 512-thread block to each peer. Checked first: with at
+  // most 512 ranks and the chunk limit (a2a_chunk.hpp), 3 x world x pitch cannot overflow.
+  if (world > 512) throw UsageError("world size: at most 512 ranks");
+  for (std::size_t i = 0; i < c.chunks.size(); ++i) {
+    const std::size_t ch = c.chunks[i];
+    const std::string item = "chunk " + std::to_string(i + 1) + " of " + std::to_string(c.chunks.size());
+    check_a2a_chunk(item, ch);
     // Source (world slots) and window (two parity buffers of world slots), each slot a pitch; the ll
     // protocol's staging (two parity buffers of world staging slots) where it may run.
     long double need = 3.0L * static_cast<long double>(world) * static_cast<long double>(a2a_pitch(ch));
     for (bool remote : {false, true}) {
-      const auto ps = a2a_protocols(c, ch, remote);
+      const auto ps = a2a_protocols(c, ch, remote, world);
       if (std::find(ps.begin(), ps.end(), Protocol::ll) != ps.end()) {
         need += 2.0L * static_cast<long double>(world) * static_cast<long double>(a2a_ll_pitch(ch));
         break;
       }
     }
     if (device_memory && need > 0.9L * static_cast<long double>(device_memory))
-      throw UsageError("chunk size: " + std::to_string(ch) + " bytes needs " +
+      throw UsageError(item + ": chunk size: " + std::to_string(ch) + " bytes needs " +
                        std::to_string(static_cast<unsigned long long>(need / (1 << 20))) +
                        " MiB per rank (3 x world x pitch), more than 90% of the device's " +
                        std::to_string(device_memory >> 20) + " MiB");
@@ -146,8 +134,6 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
     throw UsageError("--blocks-per-peer: must be in 0..65535");
   if (c.iters < 1 || c.iters > 1000000) throw UsageError("--iters: must be in 1..1000000");
   if (c.warmup < 0 || c.warmup > 100000) throw UsageError("--warmup: must be in 0..100000");
-  // The direct protocol's wait gives one thread of a 512-thread block to each peer.
-  if (world > 512) throw UsageError("world size: at most 512 ranks");
   if (c.unroll != 0 && c.unroll != 4 && c.unroll != 8) throw UsageError("--unroll: must be 0 (auto), 4 or 8");
   if (c.verify_epochs < 2 || c.verify_epochs > 64)
     throw UsageError("--verify-epochs: must be in 2..64 (back-to-back epochs are what the check is for)");
@@ -158,10 +144,6 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
                      ") and --verify-epochs (" + std::to_string(c.verify_epochs) +
                      ") must be even (the copies' receive buffers alternate by launch and a graph replays "
                      "fixed ones)");
-}
-
-int auto_unroll(std::size_t chunk_bytes) {
-  return chunk_bytes >= (std::size_t{16} << 20) ? 8 : 4;
 }
 
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
@@ -177,7 +159,10 @@ int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes
       (4 * static_cast<std::size_t>(std::max(multiprocessors, 1)) + static_cast<std::size_t>(world) - 1) /
       static_cast<std::size_t>(world);
   std::size_t bpp = std::min(useful, target);
-  if (remote_peers) bpp = std::max(bpp, std::min<std::size_t>(32, vecs / static_cast<std::size_t>(threads)));
+  if (remote_peers) {
+    const auto floor = static_cast<std::size_t>(a2a_table_cell(true, world).bpp_floor);
+    bpp = std::max(bpp, std::min<std::size_t>(floor, vecs / static_cast<std::size_t>(threads)));
+  }
   return static_cast<int>(std::clamp<std::size_t>(bpp, 1, 65535));
 }
 
@@ -205,6 +190,7 @@ Json to_json(const A2aResult& r) {
   j["signal_scope"] = r.signal_scope;
   j["source_cache"] = r.source_cache;
   j["placement"] = r.placement;
+  j["table_world"] = r.table_world;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},

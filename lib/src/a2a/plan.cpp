@@ -2,6 +2,7 @@
 #include "mori/symm/a2a_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "mori/symm/detail/text.hpp"
@@ -13,6 +14,43 @@ namespace mori::symm {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr std::size_t MiB = std::size_t{1} << 20;
+constexpr std::size_t kNever = ~std::size_t{0};
+
+// The automatic tables (docs/mori-a2a.md "The automatic tables"), one cell per (placement, world measured
+// at). A plan for a world with no cell of its own takes the nearest measured one and says so (the row's
+// table_world; a2a_table_note).
+//
+// Peers on other GPUs, 2 ranks (2 x H200 over NVLink):
+//   protocol: direct below 16 MiB, simple from there, ll never, copy never. results/h200x2/protocol-sweep/
+//     (graph of 16, two runs): direct fastest from 4 KiB to 4 MiB, simple from 16 MiB, ll never (4 KiB: 3.83
+//     vs 3.55 us; 256 KiB: 6.69 vs 4.79); copy never won (results/h200x2/protocol-sweep-copy/: 64 MiB 191.1
+//     vs simple 190.2 us).
+//   blocks per peer: at least min(32, one vector per thread), since one block's stores over NVLink are
+//     latency-bound (256 KiB in a graph: 4 blocks 5.6 us, 32 blocks 4.7 us, 128 blocks 5.7 us;
+//     results/lab/h200x2/bpp-sweep/).
+//   unroll: 8 from 16 MiB (the rule measured with 8 ranks on one H200; no 2-GPU unroll sweep is committed).
+// Ranks sharing one GPU, 8 ranks (one H200 under MPS, device scope):
+//   protocol: direct below 64 MiB, copy from 64 MiB, ll never. results/h200/protocol-sweep-scope/ (two runs):
+//     direct fastest from 4 KiB to 16 MiB (4 KiB: ll 5.64 / 5.74 vs 4.62 / 4.84 us; at system scope ll had
+//     won there, 6.87 vs 7.20); copy from 64 MiB (2048.6 vs simple 2142.1, direct 2151.2 us; 0.995 of the
+//     ceiling), not at 16 MiB (541.8 vs 530.6).
+//   blocks per peer: no floor (4 blocks per multiprocessor over all peers; 256 KiB: 4 blocks per peer 23.6
+//   us,
+//     32 blocks 31.8 us).
+//   unroll: 8 from 16 MiB (measured 1.3% faster there on the H200).
+// Nothing was measured at 4 ranks or at 8 distinct GPUs: those plans read the cells above.
+constexpr A2aTableCell kCells[] = {
+    {true, 2, 16 * MiB, kNever, 32, 16 * MiB,
+     "results/h200x2/protocol-sweep/, protocol-sweep-copy/, results/lab/h200x2/bpp-sweep/"},
+    {false, 8, 64 * MiB, 64 * MiB, 0, 16 * MiB, "results/h200/protocol-sweep-scope/"},
+};
+
+// How far apart two world sizes are, for the nearest cell: by ratio (2 is as near to 4 as 8 is).
+double world_distance(int a, int b) {
+  return std::abs(std::log2(static_cast<double>(std::max(a, 1))) -
+                  std::log2(static_cast<double>(std::max(b, 1))));
+}
 
 int world_of(const A2aFacts& f) {
   return std::max(f.placement.world, 1);
@@ -74,7 +112,34 @@ bool source_evict_first(const A2aConfig& cfg, const A2aFacts& f, std::size_t chu
          auto_source_evict_first(policy_all_one_device(f) && world > 1, world, chunk, f.device.l2_bytes);
 }
 
+const A2aTableCell& table_cell_of(const A2aFacts& f) {
+  return a2a_table_cell(policy_one_per_device(f), world_of(f));
+}
+
 }  // namespace
+
+const A2aTableCell& a2a_table_cell(bool remote, int world) {
+  const A2aTableCell* best = nullptr;
+  for (const auto& c : kCells) {
+    if (c.remote != remote) continue;
+    if (!best) {
+      best = &c;
+      continue;
+    }
+    const double d = world_distance(c.world, world), b = world_distance(best->world, world);
+    if (d < b || (d == b && c.world < best->world)) best = &c;
+  }
+  return *best;  // every placement has a cell (kCells)
+}
+
+std::string a2a_table_note(const A2aFacts& f) {
+  const A2aTableCell& c = table_cell_of(f);
+  if (c.world == world_of(f)) return "";
+  return "the automatic tables have no cell measured at " + std::to_string(world_of(f)) + " ranks " +
+         (c.remote ? "on distinct devices" : "sharing one device") +
+         ": the plan reads the nearest, measured at " + std::to_string(c.world) + " ranks (" + c.source +
+         "); rows say table_world " + std::to_string(c.world);
+}
 
 const char* to_string(PlacementClass c) noexcept {
   switch (c) {
@@ -163,7 +228,7 @@ detail::PushSpec a2a_push_plan(const A2aConfig& cfg, const A2aFacts& f, Addressi
     s.blocks_per_peer = std::min(s.blocks_per_peer, a2a_ll_block_limit(f, world));
   if (sync && proto == Protocol::copy)
     s.blocks_per_peer = 1;  // the copy engines move the data; one barrier block per peer
-  s.unroll = cfg.unroll && as_configured ? cfg.unroll : auto_unroll(chunk);
+  s.unroll = cfg.unroll && as_configured ? cfg.unroll : chunk >= table_cell_of(f).unroll8_from ? 8 : 4;
   // The copy protocol's barrier keeps system scope, conservatively (docs/mori-a2a.md "Signal scope").
   s.device_scope = a2a_device_scope(cfg, f) && sync && proto != Protocol::copy;
   s.source_evict_first = source_evict_first(cfg, f, chunk, as_configured);
@@ -181,7 +246,8 @@ detail::PushSpec a2a_push_plan(const A2aConfig& cfg, const A2aFacts& f, Addressi
 A2aChunkPlan a2a_chunk_plan(const A2aConfig& cfg, const A2aFacts& f, std::size_t chunk) {
   A2aChunkPlan p;
   p.chunk = chunk;
-  p.protocols = a2a_protocols(cfg, chunk, policy_one_per_device(f));
+  p.protocols = a2a_protocols(cfg, chunk, policy_one_per_device(f), world_of(f));
+  p.table_world = table_cell_of(f).world;
   p.ceiling_copies = {a2a_push_plan(cfg, f, Addressing::ptr, false, chunk, Protocol::simple, false)};
   const detail::PushSpec configured = a2a_push_plan(cfg, f, Addressing::ptr, false, chunk);
   const auto& first = p.ceiling_copies[0];

@@ -102,6 +102,7 @@ struct A2aResult {
   std::string launch = "plain";       // how the timed pushes were launched: "programmatic" | "plain"
   std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
   std::string placement = "one_gpu";  // the plan's placement class (a2a_plan.hpp PlacementClass)
+  int table_world = 0;  // the world the automatic tables' cell was measured at (a2a_plan.hpp A2aTableCell)
   std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
@@ -119,13 +120,10 @@ struct A2aResult {
 // device_memory: bytes of the device (0 = unknown).
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime);
 
-// unroll when not given: 8 from 16 MiB chunks (measured 1.3% faster there on the H200), else 4.
-int auto_unroll(std::size_t chunk_bytes);
-
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
-// remote_peers (one rank per device, peers over links): at least min(32, one vector per thread) blocks, since
-// one block's stores over NVLink are latency-bound (measured on 2 x H200, 256 KiB in a graph: 4 blocks 5.6
-// us, 32 blocks 4.7 us, 128 blocks 5.7 us; results/lab/h200x2/bpp-sweep/). vectors_per_thread: the 16-byte
+// remote_peers (one rank per device, peers over links): at least min(the table cell's floor, one vector per
+// thread) blocks, since one block's stores over NVLink are latency-bound (the cell of `world` ranks,
+// a2a_plan.hpp a2a_table_cell: 32, measured on 2 x H200). vectors_per_thread: the 16-byte
 // vectors each thread moves at least (8 by default; mori-a2a tries 4 where ranks share a GPU, see
 // docs/mori-a2a.md "Launches").
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
@@ -138,8 +136,10 @@ std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
 std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
 
 // The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
-// placement (docs/mori-a2a.md "Synchronisation and protocols").
-std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device);
+// placement at `world` ranks (the table cell of a2a_plan.hpp a2a_table_cell; docs/mori-a2a.md
+// "Synchronisation and protocols").
+std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
+                                    int world);
 // Parses --protocol: a comma-separated list of simple, direct, ll, copy, or both (simple,direct), all (the
 // four), auto (empty).
 std::vector<Protocol> parse_protocols(const std::string& text);

@@ -46,12 +46,32 @@ enum class PlacementClass {
 const char* to_string(PlacementClass c) noexcept;
 PlacementClass placement_class(const detail::Placement& pl);
 
+// One cell of the automatic tables (docs/mori-a2a.md "The automatic tables"): the protocol, blocks-per-peer
+// and unroll choices measured for one placement (peers on other GPUs, or ranks sharing one GPU) at one world
+// size. The cells live in lib/src/a2a/plan.cpp, each citing its measurements.
+struct A2aTableCell {
+  bool remote = false;          // peers on other GPUs (else ranks sharing one GPU)
+  int world = 0;                // the ranks it was measured at
+  std::size_t simple_from = 0;  // protocol: direct below this chunk, simple from it
+  std::size_t copy_from = 0;    // protocol: copy from this chunk (SIZE_MAX: never)
+  int bpp_floor = 0;            // blocks per peer: at least min(this, one 16-byte vector per thread); 0: none
+  std::size_t unroll8_from = 0;  // unroll 8 from this chunk, else 4
+  const char* source = "";       // the measurements behind it (results/...)
+};
+// The cell a plan for `world` ranks reads: the one measured at that world, else the nearest measured one
+// (nearest by ratio of world sizes, the smaller on a tie); the plan says which (A2aChunkPlan::table_world).
+const A2aTableCell& a2a_table_cell(bool remote, int world);
+// "" where the cell the plan reads was measured at the facts' world; else one line saying which cell it
+// takes.
+std::string a2a_table_note(const A2aFacts& f);
+
 // One chunk's plan.
 struct A2aChunkPlan {
   std::size_t chunk = 0;
   std::vector<Protocol> protocols;               // the device-sync rows' protocols (as given, else auto)
   std::vector<detail::PushSpec> ceiling_copies;  // SM-copy shapes the ceiling measures (auto first)
   PhysicalLimit physical;
+  int table_world = 0;  // the world the automatic tables' cell was measured at ("table_world" in a row)
 };
 
 // Refusals that depend on the facts (UsageError, exit 2): MIG instances, --signal-scope device where not
