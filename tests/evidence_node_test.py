@@ -88,6 +88,53 @@ check("the teardown matrix runs one rank per GPU without MPS (worlds up to the G
       "only (--worlds= leaves out the one-GPU worlds)",
       main["teardown-matrix"].get("worlds_up_to_gpus") is True and "--worlds=" in main["faults"]["args"], "")
 
+# ---- the planned commands on a node of 8, 4 and 2 GPUs (scripts/evidence's own planning, nothing run) ----
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+_loader = importlib.machinery.SourceFileLoader("evidence_script", EVIDENCE)
+ev = importlib.util.module_from_spec(importlib.util.spec_from_loader("evidence_script", _loader))
+_loader.exec_module(ev)
+
+
+def planned(ngpu):
+    """{step: (mpirun -n, CUDA_VISIBLE_DEVICES)} of the tool steps and {step: skip reason} on `ngpu` GPUs."""
+    e = ev.Evidence(ev.parse(["--preset", "node"]))
+    e.kind, e.ngpu, e.host_gpus, e.bin, e.work, e.dir = "peers", ngpu, 8, "/bin", tempfile.gettempdir(), "/x"
+    e.table = {"schema": "mori.a2a-plan-table/1", "cases": []}
+    got = {}
+    e.run_step = lambda name, cmd, budget, env=None, **kw: got.setdefault(name, (n_of(cmd), (env or {}).get(
+        "CUDA_VISIBLE_DEVICES"), cmd))
+    plan = e.plan_steps(preset)
+    skips = {x["name"]: x["skip"] for x in plan if x.get("skip")}
+    for x in plan:
+        if x["kind"] == "tool" and not x.get("skip"):
+            e.tool_step(x)
+    return got, skips
+
+
+for ngpu in (8, 4, 2):
+    got, skips = planned(ngpu)
+    want = {"main-job": (str(ngpu), None), "a2a-r1": (str(ngpu), None), "mutant-stale": (str(ngpu), None),
+            "sweep": (str(ngpu), None)}
+    if ngpu > 4:
+        want.update({"main-job-4": ("4", "0,1,2,3"), "sweep-4": ("4", "0,1,2,3")})
+    if ngpu > 2:
+        want.update({"main-job-2": ("2", "0,1"), "sweep-2": ("2", "0,1")})
+    check(f"{ngpu} GPUs: the planned commands (mpirun -n, CUDA_VISIBLE_DEVICES) of the main job, sweeps, mutants",
+          all(got.get(k, (None, None))[:2] == v for k, v in want.items()),
+          json.dumps({k: v[:2] for k, v in got.items()}))
+    cmd = got["main-job"][2]
+    tool = next((i for i, c in enumerate(cmd) if c.endswith("/mori-a2a")), -1)
+    check(f"{ngpu} GPUs: the users' command exactly (mori-a2a --backend gpu --timeout-s 30 --chunk-kib 256 --json)",
+          cmd[tool + 1:-1] == ["--backend", "gpu", "--timeout-s", "30", "--chunk-kib", "256", "--json"],
+          json.dumps(cmd))
+    wskip = ({} if ngpu > 4 else {"main-job-4": "all of this" if ngpu == 4 else "needs 4",
+                                  "sweep-4": "all of this" if ngpu == 4 else "needs 4"})
+    if ngpu == 2:
+        wskip.update({"main-job-2": "all of this", "sweep-2": "all of this"})
+    check(f"{ngpu} GPUs: the subsets skipped with their reason: {sorted(wskip)}",
+          sorted(skips) == sorted(wskip) and all(w in skips[k] for k, w in wskip.items()), json.dumps(skips))
+
 rc, out = run(["--list"])
 check("--list shows the node preset with its budgets", rc == 0 and "\nnode:" in out and "560" in out, out[-2000:])
 rc, out = run(["--preset", "node", "--steps", "no-such-step", "--backend", "host", "--bin", BIN, "--out",
@@ -104,8 +151,9 @@ try:
                                                                                     head[:12] + "-dirty")
     common = ["--preset", "node", "--backend", "host", "--bin", BIN, "--out", out_dir, *dirty]
 
-    # ---- call 1: a deadline that holds the main job only (30 s) and the summary (30 s) ----
-    rc, out = run([*common, "--deadline-s", "75"])
+    # ---- call 1: a deadline that holds the main job (30 s of budget) and the summary (30 s), never main-job-4
+    # (60 s: 85 - 30 < 60 whatever the main job took) ----
+    rc, out = run([*common, "--deadline-s", "85"])
     m = manifest(folder)
     st = {s["name"]: s for s in m.get("steps", [])}
     sk = {s["name"]: s["reason"] for s in m.get("skipped", [])}
@@ -125,6 +173,10 @@ try:
     sk = {s["name"]: s["reason"] for s in m.get("skipped", [])}
     check("call 2 (--resume): complete, exit 0, one resume recorded", rc == 0 and m.get("complete") is True and
           len(m.get("resumes", [])) == 1, out + json.dumps(m)[:3000])
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "validate-json"),
+                        os.path.join(folder, "manifest.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    check("scripts/validate-json: the manifest is a valid mori.evidence/1", p.returncode == 0, p.stdout)
     check("call 2 did not run the main job again", st.get("main-job") == first, json.dumps(st.get("main-job")))
     check("call 2 ran the rest in the preset's order",
           [s["name"] for s in m.get("steps", []) if s["name"] != "summary"] == HOST_RUN[:-1],
