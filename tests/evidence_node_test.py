@@ -201,7 +201,8 @@ try:
         pc = st.get(n, {}).get("plan_check", {})
         check(f"{n}: the plan check ran on every row ({pc.get('checked')} of {pc.get('rows')}), case host, "
               "nothing differs, nothing uncovered",
-              pc.get("case") == "host" and pc.get("rows", 0) > 0 and pc.get("checked") == pc.get("rows") and
+              pc.get("case") == "host" and pc.get("placement") == "host" and pc.get("rows", 0) > 0 and
+              pc.get("checked") == pc.get("rows") and
               pc.get("differs") == [] and pc.get("uncovered") == [], json.dumps(pc)[:2000])
     with open(os.path.join(folder, "main-job.json")) as f:
         doc = json.load(f)
@@ -240,4 +241,10 @@ with open(os.path.join(ROOT, "results", "h200", "b47e06b8de79", "a2a-r1.json")) 
 check("results/h200/b47e06b8de79/a2a-r1.json (8 ranks on one H200): case h200-one-gpu-8-mps, every row checked, "
       "none differs", r["case"] == "h200-one-gpu-8-mps" and r["checked"] == r["rows"] > 0 and not r["differs"],
       json.dumps(r)[:3000])
+with open(os.path.join(ROOT, "results", "h200", "b47e06b8de79", "main-job.json")) as f:
+    r = plan_check.check_report(t, json.load(f), "main-job.json", "one_rank_per_gpu")
+check("the same rows held to a node's placement (one_rank_per_gpu): every row differs, its placement named",
+      len(r["differs"]) == r["rows"] > 0 and all('placement "one_gpu", the machine is one_rank_per_gpu' in d
+                                                 for d in r["differs"]) and
+      plan_check.verdict(r).startswith("plan check: main-job.json row 0"), json.dumps(r)[:3000])
 finish()
