@@ -1,16 +1,22 @@
 // The all-to-all's plan (mori/symm/a2a_plan.hpp) held to a table written by hand, not regenerated from the
-// code: each expected cell names the measurement or the rule behind it. The facts are those the driver
-// gathers (lib/src/a2a/a2a.cpp); the device figures are the H200's as its runtime reports them (132
-// multiprocessors, 50 MiB of L2, 4 resident 512-thread push blocks per multiprocessor) and an MI300X-like
-// device's (304 compute units, 4 MiB of L2, no NVML).
+// code: each expected cell names the measurement or the rule behind it. The cells live in one data file,
+// results/expectations/a2a-plan.json (MORI_A2A_PLAN_TABLE), which scripts/evidence also checks every row of a
+// run against (docs/evidence.md "The plan check"); this file builds each case's facts. The facts are those
+// the driver gathers (lib/src/a2a/a2a.cpp); the device figures are the H200's as its runtime reports them
+// (132 multiprocessors, 50 MiB of L2, 4 resident 512-thread push blocks per multiprocessor) and an
+// MI300X-like device's (304 compute units, 4 MiB of L2, no NVML).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "mori/symm/a2a_plan.hpp"
 #include "mori/symm/detail/placement.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/json.hpp"
 
 using namespace mori::symm;
 
@@ -86,29 +92,75 @@ std::vector<Rank> one_h200(int n, bool mps) {
   return r;
 }
 
-// One expected row of the table: the device-sync push of the users' command at one chunk.
-struct Row {
-  Protocol protocol;
-  int blocks_per_peer;
-  int unroll;
-  bool overlap;       // launch: programmatic (true) or plain
-  bool device_scope;  // signal scope
-  bool evict_first;   // source cache
-};
+// The hand-written table (results/expectations/a2a-plan.json), read once.
+const Json& plan_table() {
+  static const Json table = [] {
+    std::ifstream in(MORI_A2A_PLAN_TABLE);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return in.good() || !text.empty() ? Json::parse(text) : Json();
+  }();
+  return table;
+}
 
-void expect_row(const A2aFacts& f, std::size_t chunk, const Row& want, const std::string& what) {
-  const A2aConfig cfg;  // the users' command: every choice automatic
-  const A2aChunkPlan plan = a2a_chunk_plan(cfg, f, chunk);
-  ASSERT_EQ(plan.protocols.size(), 1u) << what;
-  EXPECT_EQ(to_string(plan.protocols[0]), std::string(to_string(want.protocol))) << what;
-  const detail::PushSpec s = a2a_push_plan(cfg, f, Addressing::lsa, true, chunk, plan.protocols[0]);
-  EXPECT_EQ(s.blocks_per_peer, want.blocks_per_peer) << what;
-  EXPECT_EQ(s.unroll, want.unroll) << what;
-  EXPECT_EQ(s.overlap, want.overlap) << what;
-  EXPECT_EQ(s.device_scope, want.device_scope) << what;
-  EXPECT_EQ(s.source_evict_first, want.evict_first) << what;
-  // Nothing configured: the ceiling measures the automatic SM-copy shape only.
-  EXPECT_EQ(plan.ceiling_copies.size(), 1u) << what;
+const Json* table_case(const std::string& name) {
+  const Json& t = plan_table();
+  if (!t.is_object() || !t.contains("cases")) return nullptr;
+  for (const auto& c : t.at("cases"))
+    if (c.at("name") == name) return &c;
+  return nullptr;
+}
+
+Protocol protocol_named(const std::string& s) {
+  for (Protocol p : {Protocol::simple, Protocol::direct, Protocol::ll, Protocol::copy})
+    if (s == to_string(p)) return p;
+  ADD_FAILURE() << "no protocol " << s;
+  return Protocol::simple;
+}
+
+// Every cell of the table's case `name` against the plan of these facts: the users' command (every choice
+// automatic) at device sync names the cell's protocol, and the push kernel of the cell's protocol (at host
+// sync: the simple push without the device barrier) has the cell's blocks per peer, unroll, launch, signal
+// scope and source cache, as a row records them (lib/src/a2a/a2a.cpp).
+void expect_case(const A2aFacts& f, const std::string& name) {
+  const Json* c = table_case(name);
+  ASSERT_NE(c, nullptr) << "no case " << name << " in " << MORI_A2A_PLAN_TABLE;
+  EXPECT_EQ(std::string(to_string(placement_class(f.placement))),
+            c->at("match").at("placement").get<std::string>())
+      << name;
+  ASSERT_FALSE(c->at("cells").empty()) << name;
+  const A2aConfig cfg;
+  for (const auto& cell : c->at("cells")) {
+    const auto chunk = cell.at("chunk").get<std::size_t>();
+    const bool device_sync = cell.at("sync") == "device";
+    const std::string proto = cell.at("protocol").get<std::string>();
+    const std::string what =
+        name + ", " + std::to_string(chunk) + " B, sync " + cell.at("sync").get<std::string>() + ", " + proto;
+    EXPECT_FALSE(cell.at("cite").get<std::string>().empty()) << what << ": a cell without its citation";
+    const A2aChunkPlan plan = a2a_chunk_plan(cfg, f, chunk);
+    ASSERT_EQ(plan.protocols.size(), 1u) << what;
+    // Nothing configured: the ceiling measures the automatic SM-copy shape only.
+    EXPECT_EQ(plan.ceiling_copies.size(), 1u) << what;
+    const Protocol p = protocol_named(proto);
+    // At device sync the cell's protocol is the automatic choice, except in a cell of a given --protocol.
+    if (device_sync && !cell.value("protocol_given", false)) {
+      EXPECT_EQ(std::string(to_string(plan.protocols[0])), proto) << what;
+    }
+    const detail::PushSpec s = a2a_push_plan(cfg, f, Addressing::lsa, device_sync, chunk, p);
+    EXPECT_EQ(s.blocks_per_peer, cell.at("blocks_per_peer").get<int>()) << what;
+    EXPECT_EQ(s.unroll, cell.at("unroll").get<int>()) << what;
+    const bool overlap = f.platform == Platform::host ? false : s.overlap;  // the host engine launches plain
+    EXPECT_EQ(overlap ? "programmatic" : "plain", cell.at("launch").get<std::string>()) << what;
+    EXPECT_EQ(!device_sync     ? "none"
+              : s.device_scope ? "device"
+                               : "system",
+              cell.at("signal_scope").get<std::string>())
+        << what;
+    EXPECT_EQ(p == Protocol::copy    ? "none"
+              : s.source_evict_first ? "evict_first"
+                                     : "normal",
+              cell.at("source_cache").get<std::string>())
+        << what;
+  }
 }
 
 }  // namespace
@@ -126,8 +178,7 @@ TEST(A2aPlan, DistinctH200s) {
     const A2aFacts f = facts_of(distinct_h200s(n), Platform::cuda, 450);
     const std::string what = std::to_string(n) + " distinct H200s";
     EXPECT_STREQ(to_string(placement_class(f.placement)), "one_rank_per_gpu") << what;
-    expect_row(f, 256 * KiB, {Protocol::direct, 32, 4, true, false, false}, what + ", 256 KiB");
-    expect_row(f, 64 * MiB, {Protocol::simple, 528 / n, 8, true, false, false}, what + ", 64 MiB");
+    expect_case(f, "h200-distinct-" + std::to_string(n));
     // Physical limit (docs/mori-a2a.md "References"): per device 2 w c through HBM and (w - 1) c over the
     // links; here the 450 GB/s links bound it: total = w^2 c / ((w - 1) c / link) = w^2 x 450 / (w - 1).
     const A2aChunkPlan p = a2a_chunk_plan(A2aConfig{}, f, 256 * KiB);
@@ -148,9 +199,7 @@ TEST(A2aPlan, DistinctH200s) {
 TEST(A2aPlan, EightRanksOnOneH200UnderMps) {
   const A2aFacts f = facts_of(one_h200(8, true));
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_gpu");
-  expect_row(f, 256 * KiB, {Protocol::direct, 8, 4, true, true, false}, "256 KiB");
-  expect_row(f, 4 * MiB, {Protocol::direct, 64, 4, false, true, true}, "4 MiB");
-  expect_row(f, 64 * MiB, {Protocol::copy, 1, 8, false, false, true}, "64 MiB");
+  expect_case(f, "h200-one-gpu-8-mps");
   // Every byte read and written once in one HBM: total <= HBM / 2 (docs/mori-a2a.md "References").
   const A2aChunkPlan p = a2a_chunk_plan(A2aConfig{}, f, 256 * KiB);
   ASSERT_TRUE(p.physical.gbps.has_value());
@@ -168,7 +217,7 @@ TEST(A2aPlan, FourRanksOverTwoH200s) {
   const A2aFacts f = facts_of(r);
   EXPECT_STREQ(to_string(placement_class(f.placement)), "several_ranks_per_gpu");
   EXPECT_EQ(f.placement.max_ranks_per_device, 2);
-  expect_row(f, 256 * KiB, {Protocol::direct, 8, 4, true, false, false}, "256 KiB");
+  expect_case(f, "h200-4-ranks-over-2-gpus");
   EXPECT_FALSE(a2a_chunk_plan(A2aConfig{}, f, 256 * KiB).physical.gbps.has_value());
 }
 
@@ -178,7 +227,7 @@ TEST(A2aPlan, FourRanksOverTwoH200s) {
 TEST(A2aPlan, PerRankVisibleDevices) {
   const A2aFacts f = facts_of(distinct_h200s(8, true), Platform::cuda, 450);
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_rank_per_gpu");
-  expect_row(f, 256 * KiB, {Protocol::direct, 32, 4, true, false, false}, "256 KiB");
+  expect_case(f, "h200-per-rank-visible-devices-8");
   const A2aChunkPlan p = a2a_chunk_plan(A2aConfig{}, f, 256 * KiB);
   EXPECT_NE(p.physical.source.find("NVLink"), std::string::npos) << p.physical.source;
 }
@@ -189,7 +238,7 @@ TEST(A2aPlan, PerRankVisibleDevices) {
 TEST(A2aPlan, HostNamesDifferOnOneGpu) {
   const A2aFacts f = facts_of(one_h200(2, true));  // the place a rank sends has no host name to differ in
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_gpu");
-  expect_row(f, 256 * KiB, {Protocol::direct, 8, 4, true, true, false}, "256 KiB");
+  expect_case(f, "h200-host-names-differ-2");
 }
 
 // Two MIG instances of one GPU: refused before any plan (docs/mori-a2a.md "Placement", exit 2).
@@ -209,7 +258,7 @@ TEST(A2aPlan, Mi300xLikeNode) {
   for (int i = 0; i < 8; ++i) r.push_back({0, mi300x_like(pci(i)), i, false, false});
   const A2aFacts f = facts_of(r, Platform::amd);
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_rank_per_gpu");
-  expect_row(f, 256 * KiB, {Protocol::direct, 32, 4, false, false, false}, "256 KiB");
+  expect_case(f, "mi300x-like-8");
   EXPECT_THROW(a2a_plan_refusals(
                    [] {
                      A2aConfig c;
@@ -245,11 +294,41 @@ TEST(A2aPlan, ConfiguredShapeAddsACeilingShape) {
 TEST(A2aPlan, DistinctPolicyOnOneGpu) {
   A2aFacts f = facts_of(one_h200(8, true));
   f.distinct_policy = true;
-  expect_row(f, 256 * KiB, {Protocol::direct, 32, 4, false, false, false}, "256 KiB");
-  expect_row(f, 64 * MiB, {Protocol::simple, 66, 8, false, false, false}, "64 MiB");
+  expect_case(f, "h200-distinct-policy-8");
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_gpu");
   EXPECT_EQ(a2a_ll_block_limit(f, 8), 132 / 64);
   A2aConfig c;
   c.signal_scope = SignalScope::device;
   EXPECT_THROW(a2a_plan_refusals(c, f, {}, "sm_90"), UsageError);
+}
+
+// The host runtime (what CTest's rehearsal of the several-GPU evidence preset runs, docs/evidence.md): the
+// table's host case at 2, 4 and 8 ranks, whatever the CPU count (the runtime's "multiprocessors").
+TEST(A2aPlan, HostRuntime) {
+  for (int n : {2, 4, 8})
+    for (int cpus : {2, 64}) {
+      std::vector<Rank> r;
+      DeviceInfo d;
+      d.name = "host (POSIX shared memory)";
+      d.multiprocessors = cpus;
+      for (int i = 0; i < n; ++i) r.push_back({0, d, 0, false, false});
+      const A2aFacts f = facts_of(r, Platform::host);
+      SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(cpus) + " CPUs");
+      expect_case(f, "host");
+    }
+}
+
+// Every case of the table names the test that builds its facts (one table: no case left unchecked).
+TEST(A2aPlan, EveryTableCaseHasItsTest) {
+  const Json& t = plan_table();
+  ASSERT_TRUE(t.is_object()) << MORI_A2A_PLAN_TABLE;
+  EXPECT_EQ(t.at("schema"), "mori.a2a-plan-table/1");
+  const std::vector<std::string> tests = {
+      "A2aPlan.DistinctH200s",           "A2aPlan.EightRanksOnOneH200UnderMps",
+      "A2aPlan.FourRanksOverTwoH200s",   "A2aPlan.PerRankVisibleDevices",
+      "A2aPlan.HostNamesDifferOnOneGpu", "A2aPlan.Mi300xLikeNode",
+      "A2aPlan.DistinctPolicyOnOneGpu",  "A2aPlan.HostRuntime"};
+  for (const auto& c : t.at("cases"))
+    EXPECT_NE(std::find(tests.begin(), tests.end(), c.at("test").get<std::string>()), tests.end())
+        << c.at("name").get<std::string>();
 }

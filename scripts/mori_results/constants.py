@@ -24,6 +24,7 @@ SCHEMAS = {
     "mori.baseline": (1,),
     "mori.published": (1,),
     "mori.expectations": (1,),
+    "mori.a2a-plan-table": (1,),
 }
 
 # Schema files under results/schema/ by schema name (scripts/validate-json).
@@ -37,6 +38,7 @@ SCHEMA_FILES = {
     "mori.evidence": "evidence.schema.json",
     "mori.published": "published.schema.json",
     "mori.expectations": "expectations.schema.json",
+    "mori.a2a-plan-table": "a2a-plan-table.schema.json",
 }
 
 # Bounds of the reader.

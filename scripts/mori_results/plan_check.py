@@ -1,0 +1,126 @@
+"""Every mori-a2a row's plan against the hand-written plan table (results/expectations/a2a-plan.json, schema
+mori.a2a-plan-table/1; docs/evidence.md "The plan check"). tests/test_a2a_plan.cpp holds the code to the same
+table; this holds what actually ran to it."""
+import json
+
+SCHEMA = "mori.a2a-plan-table/1"
+FIELDS = ("protocol", "blocks_per_peer", "unroll", "launch", "signal_scope", "source_cache")
+# Options that choose by hand what the plan would choose (mori-a2a's report config; "auto", 0 or null: the
+# plan's). --launch is programmatic by default (where the plan finds it safe); only plain overrides the plan.
+BY_HAND = ("blocks_per_peer", "unroll", "signal_scope", "source_cache")
+
+
+class TableError(Exception):
+    pass
+
+
+def load_table(path):
+    try:
+        with open(path) as f:
+            t = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TableError(f"{path}: {e}") from e
+    if not isinstance(t, dict) or t.get("schema") != SCHEMA or not isinstance(t.get("cases"), list):
+        raise TableError(f"{path}: not a {SCHEMA} table")
+    for c in t["cases"]:
+        for cell in c.get("cells", []):
+            missing = [k for k in ("chunk", "sync", "cite", *FIELDS) if k not in cell]
+            if missing:
+                raise TableError(f"{path}: case {c.get('name')}: a cell without {', '.join(missing)}")
+    return t
+
+
+def _facts(doc):
+    meta = doc.get("meta") or {}
+    ranks = meta.get("ranks") or []
+    names = {r.get("device_name") for r in ranks if isinstance(r, dict) and r.get("device_name")}
+    rows = doc.get("results") or []
+    placements = {r.get("placement") for r in rows}
+    return {"platform": meta.get("platform"), "devices": names, "world": meta.get("world"),
+            "placement": placements.pop() if len(placements) == 1 else None,
+            "plan_policy": meta.get("plan_policy") or "placement"}
+
+
+def find_case(table, doc):
+    """The first case whose match fits the report, or None."""
+    f = _facts(doc)
+    for c in table["cases"]:
+        m = c.get("match") or {}
+        if not m:
+            continue
+        if m.get("platform") not in (None, f["platform"]) or m.get("placement") != f["placement"]:
+            continue
+        if "world" in m and m["world"] != f["world"]:
+            continue
+        if m.get("plan_policy", "placement") != f["plan_policy"]:
+            continue
+        if "device" in m and not any(m["device"].lower() in n.lower() for n in f["devices"]):
+            continue
+        return c
+    return None
+
+
+def _hand(cfg):
+    return [k for k in BY_HAND if cfg.get(k) not in (None, "auto", 0)] + (
+        ["launch"] if cfg.get("launch") == "plain" else [])
+
+
+def check_report(table, doc, report="report", placement=None):
+    """{"case", "rows", "checked", "differs": [...], "uncovered": [...], "by_hand": n}. A row differs where a
+    field of its plan is not the table cell's, or where its placement is not `placement` (what the run's machine
+    is: one_rank_per_gpu on a node); it is uncovered where the table has no cell for it (a failure where every
+    choice was the plan's, listed only where the options chose by hand)."""
+    rows = doc.get("results") or []
+    cfg = doc.get("config") or {}
+    out = {"report": report, "case": None, "rows": len(rows), "checked": 0, "differs": [], "uncovered": [],
+           "by_hand": 0}
+    if placement:
+        out["placement"] = placement
+        out["differs"] += [f"{report} row {i} (chunk {r.get('chunk_bytes')} B): placement "
+                           f"{json.dumps(r.get('placement'))}, the machine is {placement}"
+                           for i, r in enumerate(rows) if r.get("placement") != placement]
+    c = find_case(table, doc)
+    f = _facts(doc)
+    if c is None:
+        out["uncovered"].append(f"no case of the table matches (platform {f['platform']}, placement "
+                                f"{f['placement']}, world {f['world']}, devices {sorted(f['devices'])}, "
+                                f"plan_policy {f['plan_policy']})")
+        out["automatic"] = not _hand(cfg) and cfg.get("protocol") in (None, "auto")
+        return out
+    out["case"] = c["name"]
+    hand = _hand(cfg)
+    proto_given = cfg.get("protocol") not in (None, "auto")
+    out["automatic"] = not hand and not proto_given
+    if hand:  # not the plan's choices: nothing to hold to the table
+        out["by_hand"] = len(rows)
+        return out
+    for i, r in enumerate(rows):
+        key = f"row {i} (chunk {r.get('chunk_bytes')} B, {r.get('addressing')}, sync {r.get('sync')}" + (
+            ", graph" if r.get("graph") else "") + f", {r.get('protocol')})"
+        cells = [x for x in c["cells"] if x["chunk"] == r.get("chunk_bytes") and x["sync"] == r.get("sync")]
+        if r.get("sync") == "device":
+            if proto_given:
+                cells = [x for x in cells if x["protocol"] == r.get("protocol")]
+            else:
+                cells = [x for x in cells if not x.get("protocol_given")]
+        if not cells:
+            out["uncovered"].append(f"{report} {key}: no cell in case {c['name']}")
+            continue
+        cell = cells[0]
+        out["checked"] += 1
+        for k in FIELDS:
+            if r.get(k) != cell[k]:
+                out["differs"].append(f"{report} {key}: {k} {json.dumps(r.get(k))}, the table (case {c['name']}) "
+                                      f"says {json.dumps(cell[k])} ({cell['cite']})")
+    return out
+
+
+def verdict(result):
+    """None where the rows hold to the table, else why not (the first rows and fields that differ)."""
+    bad = list(result["differs"])
+    if result.get("automatic"):
+        bad += result["uncovered"]
+    if not bad:
+        return None
+    more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+    return "plan check: " + "; ".join(bad[:3]) + more
