@@ -106,9 +106,11 @@ sys.exit(rc)
                    "--", *MPIRUN, *A2A_ONE_ROW, script=bare_check)
     v = json.load(open(j)) if os.path.exists(j) else {}
     verdicts = v.get("verdicts") or []
-    check("A/B, the current side slowed by MORI_FAULT=a2a.slow-kernel:0 (20 ms): exit 1, every row SLOWER, the "
-          "fault printed beside them",
-          rc == 1 and verdicts and all(x.get("verdict") == "SLOWER" for x in verdicts)
+    # (time_p50_us: the host runtime's noise can give an allowance over 100 %, which no drop in bandwidth exceeds)
+    p50 = [x for x in verdicts if x.get("metric") == "time_p50_us"]
+    check("A/B, the current side slowed by MORI_FAULT=a2a.slow-kernel:0 (20 ms): exit 1, every row's p50 SLOWER, "
+          "the fault printed beside them",
+          rc == 1 and p50 and all(x.get("verdict") == "SLOWER" for x in p50)
           and "meta differs" in out and "a2a.slow-kernel:0" in out, out)
     check("the side's env is recorded in the JSON; REV taken as stated without .git",
           (v.get("ab") or {}).get("current_env") == {"MORI_FAULT": "a2a.slow-kernel:0",
