@@ -143,6 +143,16 @@ __device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u6
   }
 }
 
+// Test-only (MORI_FAULT a2a.slow-kernel, docs/perf-check.md "A/B"): the calling thread waits `cycles` of the
+// counter clock64() reads (the host converts the delay from the device's clock rate), so that each block's final
+// signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block.
+__device__ __forceinline__ void mori_fault_slow(u64 cycles) {
+  if (!cycles) return;
+  const u64 t0 = static_cast<u64>(clock64());
+  while (static_cast<u64>(clock64()) - t0 < cycles) {
+  }
+}
+
 // Counts this block's arrival; true in the one block that arrives last, after every block of the launch has
 // read the epoch and finished its stores. That block then advances the epoch (thread 0).
 __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
@@ -163,7 +173,7 @@ template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
 __global__ void __launch_bounds__(512)
     MORI_K_A2A_PUSH(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base,
                     u64 stride, int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns,
-                    u32 mutate, u32* status, int device_scope) {
+                    u32 mutate, u64 slow_cycles, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -181,6 +191,7 @@ __global__ void __launch_bounds__(512)
                                                L.chunk, part, blocks_per_peer, mutate);
   __syncthreads();
   if (threadIdx.x == 0) {
+    mori_fault_slow(slow_cycles);
     if (kSync && kDirect && !abandoned) {
       mori_red_add_release(mori_pad(peer, L.signal_offset)->flags + world + me, 1u, dev);
     } else {
@@ -263,7 +274,7 @@ template <int kLsa>
 __global__ void __launch_bounds__(512)
     MORI_K_A2A_LL(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
                   int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
-                  u32* status, int device_scope, int source_evict_first) {
+                  u64 slow_cycles, u32* status, int device_scope, int source_evict_first) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -312,7 +323,10 @@ __global__ void __launch_bounds__(512)
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) __threadfence();  // this block's reads of the epoch before its arrival
+  if (threadIdx.x == 0) {
+    mori_fault_slow(slow_cycles);
+    __threadfence();  // this block's reads of the epoch before its arrival
+  }
   mori_arrive_last(mine);
 }
 

@@ -67,6 +67,7 @@ class HostEngine final : public A2aEngine {
         word(p, kPadFlagsWord + static_cast<std::size_t>(c_.world + c_.me))
             .fetch_add(1, std::memory_order_release);
     }
+    slow(sp);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const std::uint32_t epoch = epoch_word(c_.me).load() + 1;
     epoch_word(c_.me).store(epoch, std::memory_order_release);
@@ -211,8 +212,15 @@ class HostEngine final : public A2aEngine {
       store_chunk(recv + static_cast<std::size_t>(q) * L.pitch, reinterpret_cast<const char*>(data.data()),
                   L.chunk, sp.mutate);
     }
+    slow(sp);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     epoch_word(c_.me).store(epoch + 1, std::memory_order_release);
+  }
+
+  // Test-only (MORI_FAULT a2a.slow-kernel): the push waits before its final signal, as each block of the
+  // kernel does.
+  static void slow(const PushSpec& sp) {
+    if (sp.slow_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(sp.slow_ns));
   }
 
   // One chunk into a receive slot, with the stale (no stores) and overrun (16 bytes past) mutations.

@@ -7,10 +7,12 @@ No timed assertion: the host runtime's times say nothing about the code. What is
 runs alternate A B / B A, every run's report is gated (baseline = one side's runs), the worktree of the baseline
 revision is made and always removed (also when its build fails: exit 3), usage errors exit 2 before anything
 runs, and a current side whose reports say it is twice as slow (a wrapper that doctors the real report, made
-below) fails the gate.
+below) fails the gate; so does a current side given the test-only fault a2a.slow-kernel by --current-env (from a
+copy of the scripts without .git, where REV is taken as stated), and a malformed --current-env is exit 2.
 """
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -26,11 +28,12 @@ BIN = os.path.abspath(sys.argv[1])
 MPIRUN = sys.argv[2:]
 A2A = ["-n", "2", "{bin}/mori-a2a", "--backend", "host", "--chunk-kib", "64", "--iters", "20", "--timeout-s", "30",
        "--json", "{json}"]
+A2A_ONE_ROW = A2A[:-2] + ["--addressing", "ptr", "--sync", "device", "--warmup", "2", "--json", "{json}"]
 
 
-def perf(*args, timeout=600):
+def perf(*args, timeout=600, script=CHECK):
     try:
-        p = subprocess.run([sys.executable, CHECK, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        p = subprocess.run([sys.executable, script, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return None, "timed out"
@@ -89,6 +92,40 @@ sys.exit(rc)
     rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", slow_bin, "--runs", "2", "--",
                    *MPIRUN, *A2A)
     check("a current side twice as slow fails the A/B gate: exit 1, SLOWER", rc == 1 and "SLOWER" in out, out)
+
+    # The fault point as the treatment of one side (MORI_FAULT is part of the row identity: A/B leaves it out of
+    # both sides', so the rows are compared), run from a copy of the scripts without .git, as on a GPU machine
+    # that gets the files only: REV is then taken as stated.
+    bare = os.path.join(tmp, "no-git")
+    shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(bare, "scripts"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    bare_check = os.path.join(bare, "scripts", "perf-check")
+    j = os.path.join(tmp, "slow.json")
+    delay = ["--current-env", "MORI_FAULT=a2a.slow-kernel:0", "--current-env", "MORI_FAULT_DELAY_NS=20000000"]
+    rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", BIN, *delay, "--runs", "2", "--json", j,
+                   "--", *MPIRUN, *A2A_ONE_ROW, script=bare_check)
+    v = json.load(open(j)) if os.path.exists(j) else {}
+    verdicts = v.get("verdicts") or []
+    # (time_p50_us: the host runtime's noise can give an allowance over 100 %, which no drop in bandwidth exceeds)
+    p50 = [x for x in verdicts if x.get("metric") == "time_p50_us"]
+    check("A/B, the current side slowed by MORI_FAULT=a2a.slow-kernel:0 (20 ms): exit 1, every row's p50 SLOWER, "
+          "the fault printed beside them",
+          rc == 1 and p50 and all(x.get("verdict") == "SLOWER" for x in p50)
+          and "meta differs" in out and "a2a.slow-kernel:0" in out, out)
+    check("the side's env is recorded in the JSON; REV taken as stated without .git",
+          (v.get("ab") or {}).get("current_env") == {"MORI_FAULT": "a2a.slow-kernel:0",
+                                                       "MORI_FAULT_DELAY_NS": "20000000"}
+          and v["ab"].get("baseline_env") == {} and v["ab"].get("revision") == "HEAD"
+          and v["ab"].get("revision_checked") is False and "taken as stated" in out, out)
+    rc, out = perf("--ab", "HEAD", "--current-bin", BIN, "--", *MPIRUN, *A2A, script=bare_check)
+    check("without .git and without --baseline-bin: exit 2 naming .git", rc == 2 and ".git" in out, out)
+    for bad in (["--current-env", "FOO"], ["--baseline-env", "1X=2"], ["--current-env", "=1"],
+                ["--current-env", "A=1", "--current-env", "A=2"]):
+        rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", BIN, *bad, "--", *MPIRUN, *A2A)
+        check(f"{' '.join(bad)}: exit 2 naming the option, before anything runs",
+              rc == 2 and bad[0] in out and "order" not in out, out)
+    rc, out = perf(os.path.join(ROOT, "results"), os.path.join(ROOT, "results"), "--current-env", "A=1")
+    check("--current-env without --ab: exit 2", rc == 2 and "--ab" in out, out)
 
     rc, out = perf("--ab", "HEAD", "--current-bin", BIN, "--", *MPIRUN, "-n", "2", "{bin}/mori-a2a")
     check("a command without {json}: exit 2 before anything runs", rc == 2 and "{json}" in out, out)

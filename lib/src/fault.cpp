@@ -23,7 +23,24 @@ constexpr const char* kKnownPoints[] = {
     "a2a.overrun",         "a2a.announce",           "a2a.distinct-policy",
     "journal.full",        "matrix.no-pong",         "matrix.short-write",
     "matrix.slow-pair",    "revision.app",           "revision.library",
+    "a2a.slow-kernel",
 };
+
+#ifdef MORI_FAULT_INJECTION
+// a2a.slow-kernel (docs/perf-check.md "A/B"): every push of the rank is slower by MORI_FAULT_DELAY_NS.
+constexpr const char* kSlowKernel = "a2a.slow-kernel";
+constexpr std::uint64_t kMaxDelayNs = 10'000'000'000ull;  // 10 s
+
+// MORI_FAULT_DELAY_NS as a whole number of nanoseconds in 1..10 s; 0 when unset or empty; -1 when malformed.
+std::int64_t parse_delay_ns() {
+  const char* v = std::getenv("MORI_FAULT_DELAY_NS");
+  if (!v || !*v) return 0;
+  const std::string s(v);
+  if (s.size() > 11 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const std::uint64_t ns = std::stoull(s);
+  return ns >= 1 && ns <= kMaxDelayNs ? static_cast<std::int64_t>(ns) : -1;
+}
+#endif
 
 // Which items of MORI_FAULT fired in this process (bit i = the i-th item); items past 64 are not recorded.
 std::atomic<std::uint64_t> g_fired{0};
@@ -92,8 +109,26 @@ void validate_fault_spec() {
     if (it.rank != "*" && (it.rank.empty() || it.rank.size() > 9 ||
                            it.rank.find_first_not_of("0123456789") != std::string::npos))
       throw UsageError("MORI_FAULT: '" + item + "': the rank must be a number or '*'");
+    if (it.point == kSlowKernel && parse_delay_ns() == 0)
+      throw UsageError(std::string("MORI_FAULT: ") + kSlowKernel + " needs MORI_FAULT_DELAY_NS" +
+                       " (the delay in nanoseconds, 1.." + std::to_string(kMaxDelayNs) + ")");
+  }
+  if (parse_delay_ns() < 0)
+    throw UsageError(std::string("MORI_FAULT_DELAY_NS: '") + std::getenv("MORI_FAULT_DELAY_NS") +
+                     "' is not a whole number of nanoseconds in 1.." + std::to_string(kMaxDelayNs) +
+                     " (10 s)");
+#endif
+}
+
+std::uint64_t fault_delay_ns() noexcept {
+#ifdef MORI_FAULT_INJECTION
+  try {
+    const std::int64_t ns = parse_delay_ns();
+    return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+  } catch (...) {  // out of memory reading the variable: no delay
   }
 #endif
+  return 0;
 }
 
 bool fault_armed(const char* point, int rank) noexcept {

@@ -1,14 +1,27 @@
 """A/B runs for scripts/perf-check --ab (docs/perf-check.md "A/B"): the baseline revision built in a temporary
 git worktree beside the current build, the two sides' runs interleaved in one job (one machine start, the order
 alternating A B / B A so that a drift in time falls on both), then gated like any baseline of several runs.
+
+A side may run with its own environment (--current-env, --baseline-env NAME=VALUE): the treatment of an A/B, such
+as a test-only fault point that slows the kernel. Where it sets a variable that is part of the row identity
+(MORI_FAULT, MORI_KERNEL_DIR), that field is left out of both sides' identities, so that the treated rows are
+compared with the untreated ones instead of being MISSING.
+
+The revision REV: in a tree with a .git (folder, or file of a git worktree) it must name a commit, resolved by
+git. In a copy of the tree without .git (a GPU machine that gets the files only) REV cannot be checked out, so
+--baseline-bin is required and REV is recorded as stated, unchecked (ab.revision_checked false); the baseline
+side's reports then say which revision their tools were built from (ab.baseline_report_revisions).
 """
+import dataclasses
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
+from .a2a import ABSENT
 from .errors import Malformed
 
 PLACEHOLDERS = ("{bin}", "{json}")
@@ -30,6 +43,44 @@ class Plan:
     build_cmd: str = "scripts/build"
     timeout_s: float = 600.0
     order: list = field(default_factory=list)
+    env: dict = field(default_factory=lambda: {"baseline": {}, "current": {}})  # side -> {NAME: VALUE}
+    revision_checked: bool = True  # False: no .git, REV recorded as stated
+
+
+# Row-identity fields read from a report's meta.env (a2a.py load_run): an A/B side env that sets one is the
+# treatment, not another configuration.
+IDENTITY_ENV = {"MORI_FAULT": "fault", "MORI_KERNEL_DIR": "kernel_dir"}
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def parse_env(items, option):
+    """NAME=VALUE items of --current-env / --baseline-env -> {NAME: VALUE} (Malformed: exit 2)."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not ENV_NAME.match(name):
+            raise Malformed(None, f"{option} {item!r}: not NAME=VALUE (NAME letters, digits and _)")
+        if "\0" in value:
+            raise Malformed(None, f"{option} {name}: the value holds a NUL byte")
+        if name in out:
+            raise Malformed(None, f"{option} {name}: given twice")
+        out[name] = value
+    return out
+
+
+def env_text(env):
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+
+
+def untreated(runs, plan):
+    """The runs with the identity fields that a side env sets (IDENTITY_ENV) left out, on both sides alike."""
+    names = set(plan.env["baseline"]) | set(plan.env["current"])
+    blank = {IDENTITY_ENV[n]: ABSENT for n in names if n in IDENTITY_ENV}
+    if blank:
+        for run in runs:
+            for row in run.rows:
+                row.identity = dataclasses.replace(row.identity, **blank)
+    return runs
 
 
 def git(repo, *args, timeout=120):
@@ -54,6 +105,13 @@ def check_plan(plan):
     for name, d in (("--current-bin", plan.current_bin), ("--baseline-bin", plan.baseline_bin)):
         if d and not os.path.isdir(d):
             raise Malformed(d, f"{name}: not a folder")
+    if not os.path.exists(os.path.join(plan.repo, ".git")):
+        if not plan.baseline_bin:
+            raise Malformed(None, f"--ab {plan.revision}: {plan.repo} has no .git, so the revision cannot be checked "
+                                  "out and built; give --baseline-bin DIR (tools built from it: the revision is then "
+                                  "recorded as stated)")
+        plan.commit, plan.revision_checked = plan.revision, False
+        return
     rc, out = git(plan.repo, "rev-parse", "--verify", "--quiet", f"{plan.revision}^{{commit}}")
     if rc != 0:
         raise Malformed(None, f"--ab {plan.revision}: not a commit of {plan.repo}")
@@ -100,7 +158,7 @@ def interleave(plan, bins, out_dir):
             argv = [a.replace("{bin}", bins[side]).replace("{json}", path) for a in plan.command]
             try:
                 p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   timeout=plan.timeout_s)
+                                   timeout=plan.timeout_s, env=dict(os.environ, **plan.env[side]))
             except (OSError, subprocess.TimeoutExpired) as e:
                 raise RunFailed(f"{side} run {i + 1}: {e}")
             # exit 1 (wrong elements) still wrote its report: the gate judges it
@@ -123,6 +181,29 @@ def run_ab(plan, keep=None):
     finally:
         remove_worktree(plan, work)
     return folders["baseline"], folders["current"], work
+
+
+def report_revisions(runs):
+    """The distinct meta.git_revision of a side's reports."""
+    return sorted({str(r.revision) for r in runs if r.revision is not None})
+
+
+def revision_notes(plan, revisions):
+    """Notes on how REV relates to the revisions the baseline side's reports name."""
+    notes = []
+    if not plan.revision_checked:
+        notes.append(f"--ab {plan.revision}: taken as stated, not checked (no .git in {plan.repo}); the baseline's "
+                     f"reports say revision {', '.join(revisions) or '(none)'}")
+    rev = plan.commit.lower()
+    if re.fullmatch(r"[0-9a-f]{7,40}", rev):
+        def same(r):  # a report's revision may carry a suffix (an older "-dirty")
+            h = re.match(r"[0-9a-f]*", r.lower()).group(0)
+            return len(h) >= 7 and (h.startswith(rev) or rev.startswith(h))
+        other = [r for r in revisions if not same(r)]
+        if other:
+            notes.append(f"the baseline's reports say revision {', '.join(other)}, not {plan.commit[:12]} "
+                         "(--baseline-bin built from another revision?)")
+    return notes
 
 
 def discard(work):

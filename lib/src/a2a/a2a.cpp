@@ -189,7 +189,10 @@ struct A2aBench::Impl {
   // The row's kernel shape and launch (a2a_plan.hpp); as_configured = false: auto's shape.
   PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple,
                 bool as_configured = true) const {
-    return a2a_push_plan(cfg, facts, a, sync, chunk, proto, as_configured);
+    PushSpec s = a2a_push_plan(cfg, facts, a, sync, chunk, proto, as_configured);
+    // Test-only: every push of this rank is slower by MORI_FAULT_DELAY_NS (docs/perf-check.md "A/B").
+    if (detail::fault_armed("a2a.slow-kernel", me)) s.slow_ns = detail::fault_delay_ns();
+    return s;
   }
 
   // Cache hints exist in kernels built for NVIDIA sm_80 and newer (the JIT's arch: MORI_GPU_ARCHS may name

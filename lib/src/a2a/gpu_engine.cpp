@@ -55,6 +55,7 @@ class GpuEngine final : public A2aEngine {
   explicit GpuEngine(const EngineContext& c)
       : c_(c),
         sms_(c.rt.device_info(c.device).multiprocessors),
+        clock64_khz_(c.rt.device_info(c.device).clock64_khz),
         jit_(target_arch(c.rt, c.device), to_string(c.rt.platform())),
         module_(c.rt, compile(jit_)),
         stream_(c.rt),
@@ -107,6 +108,7 @@ class GpuEngine final : public A2aEngine {
     a.blocks_per_peer = sp.blocks_per_peer;
     a.timeout_ns = static_cast<std::uint64_t>(c_.timeout_s * 1e9);
     a.mutate = sp.mutate;
+    a.slow_cycles = slow_cycles(sp.slow_ns);
     a.status = static_cast<std::uint32_t*>(status_.p) + 2;
     a.device_scope = sp.device_scope ? 1 : 0;
     a.source_evict_first = sp.source_evict_first ? 1 : 0;  // a2a_ll's; a2a_push's is a template argument
@@ -246,6 +248,16 @@ class GpuEngine final : public A2aEngine {
       for (std::size_t i = 1; i < catalog.size(); ++i) jit.get(catalog[i]);
     return compiled;
   }
+  // The test-only delay of MORI_FAULT a2a.slow-kernel in the kernels' clock64() cycles (at the peak clock: a
+  // lower clock makes the wait longer, never shorter).
+  std::uint64_t slow_cycles(std::uint64_t ns) const {
+    if (!ns) return 0;
+    if (!clock64_khz_)
+      throw Error(ExitCode::runtime,
+                  "MORI_FAULT a2a.slow-kernel: the device reports no clock rate to wait by");
+    return std::max<std::uint64_t>(1,
+                                   static_cast<std::uint64_t>(static_cast<double>(ns) * clock64_khz_ / 1e6));
+  }
   unsigned aux_blocks() const { return static_cast<unsigned>(std::max(sms_, 1)) * 4; }
   const void* epoch_ptr() const {
     return static_cast<const char*>(c_.win.local()) + c_.win.layout().signal_offset +
@@ -265,6 +277,7 @@ class GpuEngine final : public A2aEngine {
   std::uint32_t epoch_ = 0;  // the device epoch once everything enqueued so far has run
   bool copied_since_capture_ = false;
   int sms_;
+  std::uint64_t clock64_khz_;
   Jit jit_;
   KernelModule module_;
   OwnedStream stream_;

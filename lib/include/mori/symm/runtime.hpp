@@ -49,6 +49,7 @@ struct DeviceInfo {
   std::uint64_t memory_bytes = 0;
   std::uint64_t l2_bytes = 0;          // 0 = unknown
   std::uint64_t memory_clock_khz = 0;  // peak memory clock; 0 = unknown
+  std::uint64_t clock64_khz = 0;       // rate of the kernels' clock64() (NVIDIA: peak SM clock); 0 = unknown
   int memory_bus_bits = 0;             // 0 = unknown
   bool vmm_supported = false;
   bool posix_fd_attribute = false;  // what the driver claims, not what works

@@ -106,8 +106,13 @@ class GpuRuntime final : public Runtime {
     d.pci_bus_id = bus;
     HIP_CHECK(hipDeviceGetAttribute(&d.multiprocessors, hipDeviceAttributeMultiprocessorCount, device));
     HIP_CHECK(hipDeviceGetAttribute(&d.warp_size, hipDeviceAttributeWarpSize, device));
-    int clock_khz = 0, bus_bits = 0, l2 = 0;
+    int clock_khz = 0, bus_bits = 0, l2 = 0, clock64_khz = 0;
     HIP_CHECK(hipDeviceGetAttribute(&clock_khz, hipDeviceAttributeMemoryClockRate, device));
+    // Only the test-only fault a2a.slow-kernel reads it: a runtime without the attribute leaves it unknown
+    // (0).
+    if (hipDeviceGetAttribute(&clock64_khz, hipDeviceAttributeClockInstructionRate, device) != hipSuccess)
+      clock64_khz = 0;
+    d.clock64_khz = static_cast<std::uint64_t>(std::max(clock64_khz, 0));
     HIP_CHECK(hipDeviceGetAttribute(&bus_bits, hipDeviceAttributeMemoryBusWidth, device));
     HIP_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
     d.memory_clock_khz = static_cast<std::uint64_t>(std::max(clock_khz, 0));

@@ -28,6 +28,8 @@ constexpr hipDeviceAttribute_t hipDeviceAttributeMultiprocessorCount =
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 constexpr hipDeviceAttribute_t hipDeviceAttributeWarpSize = CU_DEVICE_ATTRIBUTE_WARP_SIZE;
 constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryClockRate = CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE;
+// The rate of the counter the kernels' clock64() reads: on NVIDIA the SM clock (its peak).
+constexpr hipDeviceAttribute_t hipDeviceAttributeClockInstructionRate = CU_DEVICE_ATTRIBUTE_CLOCK_RATE;
 constexpr hipDeviceAttribute_t hipDeviceAttributeMemoryBusWidth = CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH;
 constexpr hipDeviceAttribute_t hipDeviceAttributeL2CacheSize = CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
 constexpr hipDeviceAttribute_t hipDeviceAttributeComputeCapabilityMajor =

@@ -37,6 +37,9 @@ struct PushSpec {
   bool overlap =
       true;  // launch so that the kernel's start overlaps its predecessor (Runtime::launch_overlapping)
   std::uint32_t mutate = 0;
+  // Test-only (MORI_FAULT a2a.slow-kernel, docs/reliability.md): every block of the push waits this long
+  // before its final signal (the host engine sleeps it once per push); 0 = off.
+  std::uint64_t slow_ns = 0;
   bool device_scope =
       false;  // signals at GPU scope (every rank on this GPU; docs/mori-a2a.md "Signal scope")
   bool source_evict_first = false;  // source loads evict-first in L2 (docs/mori-a2a.md "Source cache")

@@ -36,7 +36,9 @@ inline const char* a2a_delay_name() {
 // u32 4, as the static_asserts below hold.
 static_assert(sizeof(std::uint64_t) == sizeof(unsigned long long) && sizeof(int) == 4);
 
-// a2a_push and a2a_ll: a2a_push reads the first 12 (its cache policy is a template argument), a2a_ll all 13.
+// a2a_push and a2a_ll: a2a_push reads the first 13 (its cache policy is a template argument), a2a_ll all 14.
+// slow_cycles is test-only (MORI_FAULT a2a.slow-kernel; 0 = off): clock64() cycles each block waits before
+// its final signal.
 struct A2aPushArgs {
   const void* src = nullptr;
   void* const* peers = nullptr;
@@ -47,13 +49,18 @@ struct A2aPushArgs {
   int blocks_per_peer = 1;
   std::uint64_t timeout_ns = 0;
   std::uint32_t mutate = 0;
+  std::uint64_t slow_cycles = 0;
   void* status = nullptr;
   int device_scope = 0;
   int source_evict_first = 0;
-  std::array<void*, 13> args() {
-    return {&src,    &peers,        &lsa_base,          &stride,     &world,
-            &me,     &layout,       &blocks_per_peer,   &timeout_ns, &mutate,
-            &status, &device_scope, &source_evict_first};
+  std::array<void*, 14> args() {
+    return {&src,          &peers,
+            &lsa_base,     &stride,
+            &world,        &me,
+            &layout,       &blocks_per_peer,
+            &timeout_ns,   &mutate,
+            &slow_cycles,  &status,
+            &device_scope, &source_evict_first};
   }
 };
 
