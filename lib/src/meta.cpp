@@ -2,12 +2,16 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/rtc.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
+#include "mori/symm/gpu_state.hpp"
+#include "mori/symm/jit.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
 #include "mori/symm/version.hpp"
@@ -24,6 +28,48 @@ struct RankInfo {
   std::int32_t device;
   std::uint64_t faults_fired;  // bit i: the i-th item of MORI_FAULT fired on this rank
 };
+
+// The run-time compiler of the platform (meta.rtc): the one the JIT loads, its version from nvrtcVersion or
+// hiprtcVersion; "none" on the host runtime, where no kernel is compiled. Loaded once per process.
+Json rtc_json(Runtime* rt) {
+  if (!rt || rt->platform() == Platform::host)
+    return {{"name", "none"},
+            {"version", nullptr},
+            {"reason", rt ? "host runtime: no kernel is compiled" : "no GPU runtime"}};
+  static const Json cached = [amd = rt->platform() == Platform::amd] {
+    std::string why;
+    const auto rtc = amd ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+    if (!rtc) return Json{{"name", amd ? "hiprtc" : "nvrtc"}, {"version", nullptr}, {"reason", why}};
+    const std::string v = rtc->version();
+    Json j = {{"name", rtc->name()}, {"version", v == "unknown" ? Json(nullptr) : Json(v)}};
+    if (v == "unknown") j["reason"] = rtc->name() + "Version failed";
+    j["library"] = rtc->library();
+    return j;
+  }();
+  return cached;
+}
+
+// meta.gpu_state (docs/json.md): every rank reads its own GPU now; the readings are gathered and told apart
+// by PCI bus id.
+void put_gpu_state(Json& m, ToolEnv& env, bool collective, int rank, const std::vector<std::int64_t>& pids) {
+  GpuReading mine = gpu_state_now(env.rt.get(), env.device, env.gpu_start);
+  mine.rank = rank;
+  if (!env.rt) std::snprintf(mine.why, sizeof(mine.why), "%s", "this tool used no GPU runtime");
+  std::vector<GpuReading> all(1, mine);
+  if (env.boot && collective) all = env.boot->allgather_value("report.gpu_state", mine);
+  std::string why;
+  m["gpu_state"] = gpu_state_json(all, pids, &why);
+  if (m["gpu_state"].is_null())
+    m["gpu_state_reason"] = why;
+  else
+    m.erase("gpu_state_reason");
+}
+
+// The kernels this process loaded (meta.jit), where any was; a tool with a fuller account (mori-a2a) replaces
+// it.
+void put_jit(Json& m) {
+  if (Json k = loaded_kernels_json(); !k.is_null()) m["jit"] = std::move(k);
+}
 }  // namespace
 
 Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
@@ -83,6 +129,11 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   m["driver_version"] = driver;
   m["runtime_version"] = runtime;
   m["mps_active"] = mps_active();
+  std::vector<std::int64_t> pids;
+  for (const auto& r : all) pids.push_back(r.pid);
+  put_gpu_state(m, env, collective, collective && env.boot ? env.boot->rank() : world_rank, pids);
+  m["rtc"] = rtc_json(env.rt.get());
+  put_jit(m);
   Json menv = Json::object();
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "MORI_", 5) == 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
@@ -105,6 +156,14 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   m["environment"] = environment_json(
       env.rt.get(), gather_rank_facts(collective ? env.boot.get() : nullptr, env.rt.get(), env.device));
   return m;
+}
+
+void refresh_meta(ToolEnv& env, Json& meta) {
+  std::vector<std::int64_t> pids;
+  if (meta.contains("ranks") && meta["ranks"].is_array())
+    for (const auto& r : meta["ranks"]) pids.push_back(r.value("pid", std::int64_t{-1}));
+  put_gpu_state(meta, env, true, env.boot ? env.boot->rank() : 0, pids);
+  if (!meta.contains("jit") || meta["jit"].is_null()) put_jit(meta);
 }
 
 }  // namespace mori::symm
