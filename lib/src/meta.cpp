@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "mori/symm/detail/fault.hpp"
@@ -29,24 +31,38 @@ struct RankInfo {
   std::uint64_t faults_fired;  // bit i: the i-th item of MORI_FAULT fired on this rank
 };
 
-// The run-time compiler of the platform (meta.rtc): the one the JIT loads, its version from nvrtcVersion or
-// hiprtcVersion; "none" on the host runtime, where no kernel is compiled. Loaded once per process.
+// The run-time compiler (meta.rtc): the one the JIT loads for the platform, or on the host runtime for the
+// kernels this process compiled or loaded (mori-probe --jit-precompile); its version from nvrtcVersion or
+// hiprtcVersion. "none" where no kernel is compiled. Each compiler is loaded once per process.
 Json rtc_json(Runtime* rt) {
-  if (!rt || rt->platform() == Platform::host)
+  std::string which;
+  if (rt && rt->platform() == Platform::cuda) {
+    which = "nvrtc";
+  } else if (rt && rt->platform() == Platform::amd) {
+    which = "hiprtc";
+  } else if (const Json k = loaded_kernels_json(); !k.is_null()) {
+    which = k["entries"][0].value("arch", "").rfind("gfx", 0) == 0 ? "hiprtc" : "nvrtc";
+  }
+  if (which.empty())
     return {{"name", "none"},
             {"version", nullptr},
-            {"reason", rt ? "host runtime: no kernel is compiled" : "no GPU runtime"}};
-  static const Json cached = [amd = rt->platform() == Platform::amd] {
-    std::string why;
-    const auto rtc = amd ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
-    if (!rtc) return Json{{"name", amd ? "hiprtc" : "nvrtc"}, {"version", nullptr}, {"reason", why}};
-    const std::string v = rtc->version();
-    Json j = {{"name", rtc->name()}, {"version", v == "unknown" ? Json(nullptr) : Json(v)}};
-    if (v == "unknown") j["reason"] = rtc->name() + "Version failed";
-    j["library"] = rtc->library();
-    return j;
-  }();
-  return cached;
+            {"reason", rt ? "host runtime: no kernel was compiled or loaded" : "no GPU runtime"}};
+  static std::mutex mu;
+  static std::map<std::string, Json> loaded;
+  std::lock_guard lk(mu);
+  if (auto it = loaded.find(which); it != loaded.end()) return it->second;
+  std::string why;
+  const auto rtc = which == "hiprtc" ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+  Json j = {{"name", which}, {"version", nullptr}};
+  if (!rtc) {
+    j["reason"] = why;
+  } else if (rtc->version() == "unknown") {
+    j["reason"] = which + "Version failed";
+  } else {
+    j["version"] = rtc->version();
+  }
+  if (rtc) j["library"] = rtc->library();
+  return loaded[which] = j;
 }
 
 // meta.gpu_state (docs/json.md): every rank reads its own GPU now; the readings are gathered and told apart
