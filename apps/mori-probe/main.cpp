@@ -479,6 +479,8 @@ int run(ToolEnv& env, const Options& o) {
     doc["config"]["health"] = {{"expectations", o.expectations.files}};
     doc["health"] = to_json(health);
   }
+  // meta was made before the measurement: the GPUs' state after it, and the kernels it loaded (docs/json.md).
+  if ((o.matrix || o.health) && !timed_out) refresh_meta(env, doc["meta"]);
   if (env.is_root()) {
     if (env.common.json != "-") {
       print_table(nodes);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -437,7 +438,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
 
   auto in_memory = [&] {
     compile("in memory");
-    stats_.push_back({spec.file, out.key, "memory", ms_since(t0), image_hash(out)});
+    record({spec.file, out.key, "memory", ms_since(t0), image_hash(out)});
     return out;
   };
   if (root_.empty()) return in_memory();
@@ -446,7 +447,7 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   auto try_load = [&] { return load_entry(root_, entry, spec, out); };
 
   auto loaded = [&] {
-    stats_.push_back({spec.file, out.key, "cache", ms_since(t0), image_hash(out)});
+    record({spec.file, out.key, "cache", ms_since(t0), image_hash(out)});
     if (verbose)
       spdlog::info("jit: loaded {} from cache in {:.2f} ms, image {}", spec.file, stats_.back().ms,
                    stats_.back().image_hash);
@@ -468,11 +469,43 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   if (try_load()) return loaded();
   compile("cold");
   publish_entry(root_, entry, out, spec.file);
-  stats_.push_back({spec.file, out.key, "compiled", ms_since(t0), image_hash(out)});
+  record({spec.file, out.key, "compiled", ms_since(t0), image_hash(out)});
   if (verbose)
     spdlog::info("jit: published {} in {:.1f} ms, image {}", spec.file, stats_.back().ms,
                  stats_.back().image_hash);
   return out;
+}
+
+namespace {
+struct Loaded {
+  std::mutex mu;
+  std::vector<std::pair<std::string, JitEntryStats>> entries;  // arch, entry
+};
+Loaded& loaded_kernels() {
+  static Loaded l;
+  return l;
+}
+}  // namespace
+
+void Jit::record(JitEntryStats s) {
+  {
+    std::lock_guard lk(loaded_kernels().mu);
+    loaded_kernels().entries.emplace_back(arch_, s);
+  }
+  stats_.push_back(std::move(s));
+}
+
+Json loaded_kernels_json() {
+  std::lock_guard lk(loaded_kernels().mu);
+  if (loaded_kernels().entries.empty()) return nullptr;
+  Json entries = Json::array();
+  for (const auto& [arch, s] : loaded_kernels().entries)
+    entries.push_back({{"arch", arch},
+                       {"file", s.file},
+                       {"key", s.key},
+                       {"source", s.source},
+                       {"image_hash", s.image_hash}});
+  return {{"entries", entries}};
 }
 
 Json Jit::stats_json() const {

@@ -2,12 +2,18 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "mori/symm/detail/fault.hpp"
+#include "mori/symm/detail/rtc.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/environment.hpp"
+#include "mori/symm/gpu_state.hpp"
+#include "mori/symm/jit.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/tool.hpp"
 #include "mori/symm/version.hpp"
@@ -24,6 +30,62 @@ struct RankInfo {
   std::int32_t device;
   std::uint64_t faults_fired;  // bit i: the i-th item of MORI_FAULT fired on this rank
 };
+
+// The run-time compiler (meta.rtc): the one the JIT loads for the platform, or on the host runtime for the
+// kernels this process compiled or loaded (mori-probe --jit-precompile); its version from nvrtcVersion or
+// hiprtcVersion. "none" where no kernel is compiled. Each compiler is loaded once per process.
+Json rtc_json(Runtime* rt) {
+  std::string which;
+  if (rt && rt->platform() == Platform::cuda) {
+    which = "nvrtc";
+  } else if (rt && rt->platform() == Platform::amd) {
+    which = "hiprtc";
+  } else if (const Json k = loaded_kernels_json(); !k.is_null()) {
+    which = k["entries"][0].value("arch", "").rfind("gfx", 0) == 0 ? "hiprtc" : "nvrtc";
+  }
+  if (which.empty())
+    return {{"name", "none"},
+            {"version", nullptr},
+            {"reason", rt ? "host runtime: no kernel was compiled or loaded" : "no GPU runtime"}};
+  static std::mutex mu;
+  static std::map<std::string, Json> loaded;
+  std::lock_guard lk(mu);
+  if (auto it = loaded.find(which); it != loaded.end()) return it->second;
+  std::string why;
+  const auto rtc = which == "hiprtc" ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+  Json j = {{"name", which}, {"version", nullptr}};
+  if (!rtc) {
+    j["reason"] = why;
+  } else if (rtc->version() == "unknown") {
+    j["reason"] = which + "Version failed";
+  } else {
+    j["version"] = rtc->version();
+  }
+  if (rtc) j["library"] = rtc->library();
+  return loaded[which] = j;
+}
+
+// meta.gpu_state (docs/json.md): every rank reads its own GPU now; the readings are gathered and told apart
+// by PCI bus id.
+void put_gpu_state(Json& m, ToolEnv& env, bool collective, int rank, const std::vector<std::int64_t>& pids) {
+  GpuReading mine = gpu_state_now(env.rt.get(), env.device, env.gpu_start);
+  mine.rank = rank;
+  if (!env.rt) std::snprintf(mine.why, sizeof(mine.why), "%s", "this tool used no GPU runtime");
+  std::vector<GpuReading> all(1, mine);
+  if (env.boot && collective) all = env.boot->allgather_value("report.gpu_state", mine);
+  std::string why;
+  m["gpu_state"] = gpu_state_json(all, pids, &why);
+  if (m["gpu_state"].is_null())
+    m["gpu_state_reason"] = why;
+  else
+    m.erase("gpu_state_reason");
+}
+
+// The kernels this process loaded (meta.jit), where any was; a tool with a fuller account (mori-a2a) replaces
+// it.
+void put_jit(Json& m) {
+  if (Json k = loaded_kernels_json(); !k.is_null()) m["jit"] = std::move(k);
+}
 }  // namespace
 
 Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
@@ -83,6 +145,11 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   m["driver_version"] = driver;
   m["runtime_version"] = runtime;
   m["mps_active"] = mps_active();
+  std::vector<std::int64_t> pids;
+  for (const auto& r : all) pids.push_back(r.pid);
+  put_gpu_state(m, env, collective, collective && env.boot ? env.boot->rank() : world_rank, pids);
+  m["rtc"] = rtc_json(env.rt.get());
+  put_jit(m);
   Json menv = Json::object();
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "MORI_", 5) == 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
@@ -105,6 +172,14 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   m["environment"] = environment_json(
       env.rt.get(), gather_rank_facts(collective ? env.boot.get() : nullptr, env.rt.get(), env.device));
   return m;
+}
+
+void refresh_meta(ToolEnv& env, Json& meta) {
+  std::vector<std::int64_t> pids;
+  if (meta.contains("ranks") && meta["ranks"].is_array())
+    for (const auto& r : meta["ranks"]) pids.push_back(r.value("pid", std::int64_t{-1}));
+  put_gpu_state(meta, env, true, env.boot ? env.boot->rank() : 0, pids);
+  if (!meta.contains("jit") || meta["jit"].is_null()) put_jit(meta);
 }
 
 }  // namespace mori::symm

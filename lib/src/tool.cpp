@@ -275,6 +275,7 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
         throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
                          std::to_string(n) + " device(s))");
       env.rt->set_device(env.device);
+      env.gpu_start = gpu_state_start(env.rt.get(), env.device);  // a few NVML calls (docs/json.md)
       spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device,
                     n);
     }

@@ -10,6 +10,7 @@ device-sync rows and 8 % for host-sync rows (whose time includes a host barrier)
 The factors: two back-to-back runs of one revision on one H200 (results/h200/a2a-w8-r1.json, -r2.json) differ
 by up to 3.1 % on graph rows and 6.7 % on eager rows, which the within-run term covers (docs/perf-check.md).
 """
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -110,9 +111,26 @@ def allowance(pairs, metric, floor):
 
 # What can explain a change, from each run's meta: compared key by key beside every regression.
 MEANING = ("version", "git_revision", "git_clean", "build_stale", "driver_version", "runtime_version", "handle_type",
-           "mps_active", "env", "environment", "jit", "clocks", "gpu_state", "devices")
+           "mps_active", "env", "environment", "jit", "rtc", "clocks", "gpu_state", "devices")
 SKIP_KEYS = ("pid", "time", "argv", "cold_compile_ms", "cache_load_ms", "ms", "pid_ns", "net_ns", "cache_dir",
-             "kernel_dir", "compiled", "from_cache", "pipe_directory")
+             "kernel_dir", "compiled", "from_cache", "compiles_in_job", "pipe_directory")
+_GPU = r"^gpu_state\[[^\]]*\]\."
+# The order of the differences printed (docs/perf-check.md, "What differs"): what explains a change first, in this
+# order (a key's "_reason" goes with its key), then the rest of meta, then readings that move by themselves.
+EXPLAINS = tuple(re.compile(p) for p in (
+    r"(^|\.)driver_version$|^runtime_version$",
+    r"^rtc\.|^jit\.compiler$",
+    r"^jit\.entries\[[^\]]*\]\.(image_hash|key)$",
+    _GPU + r"power\.limit_w$",
+    _GPU + r"clocks\.(sm|mem)_(default_applications|applications|max)_mhz$",
+    _GPU + r"ecc\.",
+    _GPU + r"(clocks_event_reasons$|violation_ms\.)",
+    _GPU + r"processes",
+    _GPU + r"nvlink_errors\.[a-z]+(\.delta)?$",
+    r"^machine start|^environment\.ranks\[[^\]]*\]\.boot_id$",
+))
+VOLATILE = re.compile(_GPU + r"(clocks\.(sm|mem)_mhz|temperature_c|power\.draw_w|pstate|nvlink_errors\.[a-z]+\.(start|end))$")
+NOT_RECORDED = "(absent)"
 
 
 def flatten(node, prefix, out, depth=0):
@@ -123,7 +141,9 @@ def flatten(node, prefix, out, depth=0):
             if k not in SKIP_KEYS:
                 flatten(v, f"{prefix}.{k}" if prefix else k, out, depth + 1)
     elif isinstance(node, list):
-        if node and all(isinstance(x, dict) for x in node) and len(node) > 1 and all(x == node[0] for x in node[1:]):
+        if all(not isinstance(x, (dict, list)) for x in node):
+            out[prefix] = node  # a list of names or numbers (throttle reasons, pids) is one value
+        elif node and all(isinstance(x, dict) for x in node) and len(node) > 1 and all(x == node[0] for x in node[1:]):
             flatten(node[0], f"{prefix}[*]", out, depth + 1)
         else:
             for i, v in enumerate(node):
@@ -137,6 +157,9 @@ def meta_facts(run):
     for k in MEANING:
         if k in run.meta:
             flatten(run.meta[k], k, out)
+    # Whether a kernel came from the cache or was compiled changes nothing that ran (its image hash says that).
+    for k in [k for k in out if re.match(r"^jit\.entries\[[^\]]*\]\.source$", k)]:
+        del out[k]
     for i, r in enumerate(run.meta.get("ranks") or []):
         if isinstance(r, dict):
             out[f"ranks[{i}].device_name"] = r.get("device_name")
@@ -146,11 +169,72 @@ def meta_facts(run):
     return out
 
 
+def _order(key):
+    """(group, key): what explains a change first, readings that move by themselves last."""
+    k = key[:-len("_reason")] if key.endswith("_reason") else key
+    for i, p in enumerate(EXPLAINS):
+        if p.search(k):
+            return i, key
+    return (len(EXPLAINS) + 1 if VOLATILE.search(k) else len(EXPLAINS)), key
+
+
+def _top(key):
+    return re.match(r"[^.\[]*", key).group(0)
+
+
+def _collapse(diffs, facts, metas):
+    """A block of meta that one run records and the other lacks (gpu_state, rtc: newer than the other run, or null
+    there) is one line, not one per fact: its value on the side that lacks it (absent, or null with its *_reason)
+    against how many facts the other holds."""
+    def lacks(meta, t):
+        return not isinstance(meta.get(t), (dict, list))
+
+    out, done = [], set()
+    for k, x, y in diffs:
+        t = _top(k)
+        if t in done:
+            continue
+        missing = [lacks(m, t) for m in metas]
+        if missing[0] == missing[1]:
+            out.append((k, x, y))
+            continue
+        done.add(t)
+        vals = []
+        for side, meta, miss in zip(facts, metas, missing):
+            if not miss:
+                vals.append(f"(recorded: {sum(_top(f) == t for f in side)} facts)")
+            elif t not in meta:
+                vals.append(NOT_RECORDED)
+            else:
+                reason = meta.get(f"{t}_reason")
+                vals.append(f"{meta[t]!r}" + (f" ({reason})" if isinstance(reason, str) else ""))
+        out.append((t, vals[0], vals[1]))
+    return out
+
+
+def _merge_devices(diffs):
+    """The same difference on several GPUs is one line: gpu_state[0,1].power.limit_w."""
+    out, at = [], {}
+    for k, x, y in diffs:
+        m = re.match(r"gpu_state\[(\d+)\](.+)", k)
+        sig = m and (m.group(2), repr(x), repr(y))
+        if sig and sig in at:
+            out[at[sig]][0].append(m.group(1))
+            continue
+        if sig:
+            at[sig] = len(out)
+        out.append([[m.group(1)] if m else None, m.group(2) if m else k, x, y])
+    return [(f"gpu_state[{','.join(gpus)}]{rest}" if gpus else rest, x, y) for gpus, rest, x, y in out]
+
+
 def meta_diff(base_run, cur_run, limit=12):
-    """[(key, baseline value, current value)] of the meta facts that differ between two runs."""
+    """[(key, baseline value, current value)] of the meta facts that differ between two runs, what explains a change
+    first; and how many differ in all."""
     a, b = meta_facts(base_run), meta_facts(cur_run)
-    keys = sorted(set(a) | set(b))
-    diffs = [(k, a.get(k, "(absent)"), b.get(k, "(absent)")) for k in keys if a.get(k, "(absent)") != b.get(k, "(absent)")]
+    keys = sorted(set(a) | set(b), key=_order)
+    diffs = [(k, a.get(k, NOT_RECORDED), b.get(k, NOT_RECORDED)) for k in keys
+             if a.get(k, NOT_RECORDED) != b.get(k, NOT_RECORDED)]
+    diffs = _merge_devices(_collapse(diffs, (a, b), (base_run.meta, cur_run.meta)))
     return diffs[:limit], len(diffs)
 
 

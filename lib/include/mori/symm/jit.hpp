@@ -82,6 +82,7 @@ class Jit {
   detail::RuntimeCompiler& compiler();
   KernelSource source_of(const KernelSpec& spec) const;
   std::vector<std::string> options();
+  void record(JitEntryStats s);  // in stats_ and in what this process loaded (loaded_kernels_json)
 
   std::string arch_, platform_;
   std::unique_ptr<detail::RuntimeCompiler> rtc_;
@@ -89,6 +90,10 @@ class Jit {
   std::string memory_reason_;
   std::vector<JitEntryStats> stats_;
 };
+
+// Every kernel image any Jit of this process compiled or loaded: {"entries": [{arch, file, key, source,
+// image_hash}]}, for meta.jit (docs/json.md); null where none was.
+Json loaded_kernels_json();
 
 // Bound on waiting for another process's compile lock (default 300 s; the tools set --timeout-s). On expiry:
 // TimeoutError naming the lock and the pid that holds it.

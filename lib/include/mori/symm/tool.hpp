@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mori/symm/bootstrap.hpp"
+#include "mori/symm/gpu_state.hpp"
 #include "mori/symm/json.hpp"
 #include "mori/symm/runtime.hpp"
 #include "mori/symm/version.hpp"
@@ -37,6 +38,7 @@ struct ToolEnv {
   std::string runtime_notice;   // why the host runtime was chosen under --backend auto
   std::string gpu_unavailable;  // why no GPU runtime, when the host runtime is used
   int device = 0;
+  GpuReading gpu_start;             // this rank's GPU counters when the runtime was set up (meta.gpu_state)
   BuildRevision revision;           // the app's own build (meta.git_revision, git_clean)
   std::optional<bool> build_stale;  // rank 0: the source tree moved on since the build; empty = unknown
   std::shared_future<TreeCheck>
@@ -68,6 +70,11 @@ std::optional<bool> build_stale(ToolEnv& env);
 // handle_type may be empty where the tool used none. collective = false: this rank's alone (ranks[] holds it
 // only; world is still the job's), for a report written after a bound expired, when peers may not answer.
 Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective = true);
+
+// For a report whose meta was made before its measurement (mori-probe --matrix, --health): meta.gpu_state
+// read again now, and meta.jit from the kernels this process loaded where it has none. Collective like
+// make_meta.
+void refresh_meta(ToolEnv& env, Json& meta);
 
 // Throws UsageError if `path` cannot be written (its folder is missing or not writable). "-" and "" pass.
 void check_output_path(const std::string& option, const std::string& path);

@@ -45,10 +45,21 @@ struct EventData {  // nvmlEventData_t
   unsigned long long event_type, event_data;
   unsigned gpu_instance_id, compute_instance_id;
 };
+struct ViolationTime {  // nvmlViolationTime_t
+  unsigned long long reference_time, violation_time;
+};
+struct ProcessInfo {  // nvmlProcessInfo_t (the layout of _v2 and _v3)
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
 constexpr unsigned long long kXidCritical = 0x8;                 // nvmlEventTypeXidCriticalError
 constexpr int kErrReplay = 0, kErrCrcFlit = 2, kErrCrcData = 3;  // nvmlNvLinkErrorCounter_t
 constexpr Ret kTimeout = 10;                                     // NVML_ERROR_TIMEOUT
-constexpr unsigned kNvlinkSpeedCommon = 90;                      // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+constexpr int kClockSm = 1, kClockMem = 2;                       // nvmlClockType_t
+constexpr int kPolicyPower = 0, kPolicyThermal = 1;              // nvmlPerfPolicyType_t
+constexpr int kEccUncorrected = 1, kEccVolatile = 0;  // nvmlMemoryErrorType_t, nvmlEccCounterType_t
+constexpr unsigned kNvlinkSpeedCommon = 90;           // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
 constexpr unsigned kNvlinkGetSpeed = 164;  // NVML_FI_DEV_NVLINK_GET_SPEED (per link, scope = link index)
 constexpr unsigned kMaxLinks = 18;         // NVML_NVLINK_MAX_LINKS
 
@@ -72,6 +83,21 @@ struct Api {
   Ret (*register_events)(Dev, unsigned long long, void*) = nullptr;
   Ret (*event_set_wait)(void*, EventData*, unsigned) = nullptr;
   Ret (*event_set_free)(void*) = nullptr;
+  // meta.gpu_state (gpu_state.hpp)
+  Ret (*clock_info)(Dev, int, unsigned*) = nullptr;
+  Ret (*max_clock_info)(Dev, int, unsigned*) = nullptr;
+  Ret (*applications_clock)(Dev, int, unsigned*) = nullptr;
+  Ret (*default_applications_clock)(Dev, int, unsigned*) = nullptr;
+  Ret (*performance_state)(Dev, int*) = nullptr;
+  Ret (*enforced_power_limit)(Dev, unsigned*) = nullptr;
+  Ret (*power_usage)(Dev, unsigned*) = nullptr;
+  Ret (*temperature)(Dev, int, unsigned*) = nullptr;
+  Ret (*clocks_event_reasons)(Dev, unsigned long long*) = nullptr;
+  Ret (*ecc_mode)(Dev, int*, int*) = nullptr;
+  Ret (*total_ecc_errors)(Dev, int, int, unsigned long long*) = nullptr;
+  Ret (*persistence_mode)(Dev, int*) = nullptr;
+  Ret (*compute_processes)(Dev, unsigned*, ProcessInfo*) = nullptr;
+  Ret (*violation_status)(Dev, int, ViolationTime*) = nullptr;
 
   std::string err(Ret r) const { return error_string ? error_string(r) : "error " + std::to_string(r); }
 };
@@ -109,6 +135,24 @@ const Api& api() {
     sym(a, a.register_events, "nvmlDeviceRegisterEvents");
     sym(a, a.event_set_wait, "nvmlEventSetWait_v2");
     sym(a, a.event_set_free, "nvmlEventSetFree");
+    sym(a, a.clock_info, "nvmlDeviceGetClockInfo");
+    sym(a, a.max_clock_info, "nvmlDeviceGetMaxClockInfo");
+    sym(a, a.applications_clock, "nvmlDeviceGetApplicationsClock");
+    sym(a, a.default_applications_clock, "nvmlDeviceGetDefaultApplicationsClock");
+    sym(a, a.performance_state, "nvmlDeviceGetPerformanceState");
+    sym(a, a.enforced_power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    sym(a, a.power_usage, "nvmlDeviceGetPowerUsage");
+    sym(a, a.temperature, "nvmlDeviceGetTemperature");
+    // The throttle reasons were renamed clocks-event reasons (driver 535); older drivers have the old name
+    // only.
+    sym(a, a.clocks_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!a.clocks_event_reasons) sym(a, a.clocks_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    sym(a, a.ecc_mode, "nvmlDeviceGetEccMode");
+    sym(a, a.total_ecc_errors, "nvmlDeviceGetTotalEccErrors");
+    sym(a, a.persistence_mode, "nvmlDeviceGetPersistenceMode");
+    sym(a, a.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!a.compute_processes) sym(a, a.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+    sym(a, a.violation_status, "nvmlDeviceGetViolationStatus");
     if (!a.init || !a.by_pci) {
       a.why = "libnvidia-ml.so.1 lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2";
       a.init = nullptr;
@@ -135,6 +179,25 @@ const char* remote_type(int t) {
   }
 }
 
+// The NVLink error counters summed over the active links: 0 and the sums, NVML's error of the first call that
+// failed, GpuFact::kNoEntryPoint where this NVML lacks the calls or kNoActiveLink where no link is active.
+int link_errors(const Api& a, Dev h, unsigned long long* replay, unsigned long long* crc) {
+  if (!a.link_state || !a.link_error_counter) return GpuFact::kNoEntryPoint;
+  *replay = *crc = 0;
+  int active_links = 0;
+  for (unsigned l = 0; l < kMaxLinks; ++l) {
+    int active = 0;
+    if (a.link_state(h, l, &active) != 0 || !active) continue;  // NOT_SUPPORTED past the last link
+    ++active_links;
+    for (int c : {kErrReplay, kErrCrcFlit, kErrCrcData}) {
+      unsigned long long v = 0;
+      if (Ret r = a.link_error_counter(h, l, c, &v); r != 0) return r;
+      (c == kErrReplay ? *replay : *crc) += v;
+    }
+  }
+  return active_links ? GpuFact::kRead : GpuFact::kNoActiveLink;
+}
+
 void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
   if (!a.link_state || !a.link_remote_pci) {
     d.nvlink_why = "this NVML has no NvLink queries";
@@ -142,8 +205,6 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
   }
   std::map<std::string, NvlinkPeer> peers;
   unsigned first_active = kMaxLinks;
-  unsigned long long replay = 0, crc = 0;
-  bool counters = a.link_error_counter != nullptr;
   for (unsigned l = 0; l < kMaxLinks; ++l) {
     int active = 0;
     if (a.link_state(h, l, &active) != 0) continue;  // NOT_SUPPORTED past the last link
@@ -152,14 +213,6 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
       continue;
     }
     ++d.nvlink_active;
-    for (int c : {kErrReplay, kErrCrcFlit, kErrCrcData}) {
-      unsigned long long v = 0;
-      if (!counters || a.link_error_counter(h, l, c, &v) != 0) {
-        counters = false;
-        break;
-      }
-      (c == kErrReplay ? replay : crc) += v;
-    }
     first_active = std::min(first_active, l);
     PciInfo p{};
     std::string remote = a.link_remote_pci(h, l, &p) == 0 ? std::string(p.bus_id) : "unknown";
@@ -172,7 +225,8 @@ void read_nvlink(const Api& a, Dev h, NvmlDevice& d) {
   }
   for (auto& [k, v] : peers) d.nvlink.push_back(v);
   d.nvlink_known = true;
-  if (counters && d.nvlink_active > 0) {
+  unsigned long long replay = 0, crc = 0;
+  if (d.nvlink_active > 0 && link_errors(a, h, &replay, &crc) == GpuFact::kRead) {
     d.replay_errors = replay;
     d.crc_errors = crc;
   }
@@ -246,6 +300,97 @@ NvmlDevice nvml_device(const std::string& pci_bus_id) {
   if (a.mig_mode && a.mig_mode(h, &mig_current, &mig_pending) == 0) d.mig_mode = mig_current ? 1 : 0;
   read_fabric(a, h, d);
   return d;
+}
+
+namespace {
+
+// One fact from a call of NVML's that writes one value: the value, or NVML's return code, or kNoEntryPoint.
+template <class T, class F, class... A>
+void fact(GpuFact& f, F fn, Dev h, A... args) {
+  if (!fn) {
+    f.status = GpuFact::kNoEntryPoint;
+    return;
+  }
+  T v{};
+  f.status = fn(h, args..., &v);
+  f.value = f.status == 0 ? static_cast<std::uint64_t>(v) : 0;
+}
+
+void read_counters(const Api& a, Dev h, GpuReading& r) {
+  ViolationTime v{};
+  for (auto [id, policy] : {std::pair{GpuFactId::power_violation_ns, kPolicyPower},
+                            std::pair{GpuFactId::thermal_violation_ns, kPolicyThermal}}) {
+    GpuFact& f = r.at(id);
+    f.status = a.violation_status ? a.violation_status(h, policy, &v) : GpuFact::kNoEntryPoint;
+    f.value = f.status == 0 ? v.violation_time : 0;
+  }
+  fact<unsigned long long>(r.at(GpuFactId::ecc_uncorrected_volatile), a.total_ecc_errors, h, kEccUncorrected,
+                           kEccVolatile);
+  unsigned long long replay = 0, crc = 0;
+  const int s = link_errors(a, h, &replay, &crc);
+  r.at(GpuFactId::nvlink_replay) = {s == 0 ? replay : 0, s};
+  r.at(GpuFactId::nvlink_crc) = {s == 0 ? crc : 0, s};
+}
+
+void read_processes(const Api& a, Dev h, GpuReading& r) {
+  GpuFact& f = r.at(GpuFactId::processes);
+  if (!a.compute_processes) {
+    f.status = GpuFact::kNoEntryPoint;
+    return;
+  }
+  std::vector<ProcessInfo> list(kGpuMaxPids);
+  unsigned n = kGpuMaxPids;
+  f.status = a.compute_processes(h, &n, list.data());  // more than kGpuMaxPids: NVML_ERROR_INSUFFICIENT_SIZE
+  if (f.status != 0) return;
+  f.value = std::min<unsigned>(n, kGpuMaxPids);
+  for (unsigned i = 0; i < f.value; ++i) r.pids[i] = list[i].pid;
+}
+
+}  // namespace
+
+void nvml_read_state(const std::string& pci_bus_id, bool counters_only, GpuReading& r) noexcept {
+  try {
+    std::snprintf(r.pci_bus_id, sizeof(r.pci_bus_id), "%s", pci_bus_id.c_str());
+    const Api& a = api();
+    if (!a.init) {
+      std::snprintf(r.why, sizeof(r.why), "%s", a.why.c_str());
+      return;
+    }
+    Dev h = nullptr;
+    if (Ret e = a.by_pci(pci_bus_id.c_str(), &h); e != 0) {
+      std::snprintf(r.why, sizeof(r.why), "nvmlDeviceGetHandleByPciBusId_v2(%s): %s", pci_bus_id.c_str(),
+                    a.err(e).c_str());
+      return;
+    }
+    r.found = 1;
+    read_counters(a, h, r);
+    if (counters_only) return;
+    if (a.driver_version) a.driver_version(r.driver_version, sizeof(r.driver_version));
+    r.driver_version[sizeof(r.driver_version) - 1] = '\0';
+    using F = GpuFactId;
+    fact<unsigned>(r.at(F::sm_mhz), a.clock_info, h, kClockSm);
+    fact<unsigned>(r.at(F::mem_mhz), a.clock_info, h, kClockMem);
+    fact<unsigned>(r.at(F::sm_max_mhz), a.max_clock_info, h, kClockSm);
+    fact<unsigned>(r.at(F::mem_max_mhz), a.max_clock_info, h, kClockMem);
+    fact<unsigned>(r.at(F::sm_applications_mhz), a.applications_clock, h, kClockSm);
+    fact<unsigned>(r.at(F::mem_applications_mhz), a.applications_clock, h, kClockMem);
+    fact<unsigned>(r.at(F::sm_default_applications_mhz), a.default_applications_clock, h, kClockSm);
+    fact<unsigned>(r.at(F::mem_default_applications_mhz), a.default_applications_clock, h, kClockMem);
+    fact<int>(r.at(F::pstate), a.performance_state, h);
+    fact<unsigned>(r.at(F::power_limit_mw), a.enforced_power_limit, h);
+    fact<unsigned>(r.at(F::power_draw_mw), a.power_usage, h);
+    fact<unsigned>(r.at(F::temperature_c), a.temperature, h, 0);  // NVML_TEMPERATURE_GPU
+    fact<unsigned long long>(r.at(F::clocks_event_reasons), a.clocks_event_reasons, h);
+    int ecc = 0, pending = 0;
+    GpuFact& e = r.at(F::ecc_enabled);
+    e.status = a.ecc_mode ? a.ecc_mode(h, &ecc, &pending) : GpuFact::kNoEntryPoint;
+    e.value = e.status == 0 && ecc ? 1 : 0;
+    r.at(F::ecc_pending) = {e.status == 0 && pending ? 1u : 0u, e.status};
+    fact<int>(r.at(F::persistence_mode), a.persistence_mode, h);
+    read_processes(a, h, r);
+  } catch (...) {
+    // an allocation failed: what was read stays, the rest is not read
+  }
 }
 
 XidWatch::XidWatch(const std::string& pci_bus_id) noexcept {

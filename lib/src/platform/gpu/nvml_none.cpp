@@ -1,4 +1,6 @@
 // Builds without NVIDIA headers (host-only or AMD): no NVML.
+#include <cstdio>
+
 #include "mori/symm/detail/nvml.hpp"
 
 namespace mori::symm::detail {
@@ -13,6 +15,11 @@ NvmlDevice nvml_device(const std::string&) {
   NvmlDevice d;
   d.why = "built without NVIDIA support";
   return d;
+}
+
+void nvml_read_state(const std::string& pci_bus_id, bool, GpuReading& r) noexcept {
+  std::snprintf(r.pci_bus_id, sizeof(r.pci_bus_id), "%s", pci_bus_id.c_str());
+  std::snprintf(r.why, sizeof(r.why), "%s", "built without NVIDIA support");
 }
 
 }  // namespace mori::symm::detail

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "mori/symm/gpu_state.hpp"
+
 namespace mori::symm::detail {
 
 struct NvmlInfo {
@@ -49,6 +51,10 @@ struct NvmlDevice {
 
 NvmlInfo nvml_info();
 NvmlDevice nvml_device(const std::string& pci_bus_id);
+
+// Fills r (found, why, driver_version and r.now) for the GPU at pci_bus_id (meta.gpu_state, gpu_state.hpp):
+// every fact, or with counters_only the counters alone (gpu_fact_is_counter), a few calls. Never throws.
+void nvml_read_state(const std::string& pci_bus_id, bool counters_only, GpuReading& r) noexcept;
 
 // Critical Xid events of one GPU from the moment of construction (an NVML event set); never throws.
 class XidWatch {
