@@ -147,8 +147,8 @@ try:
     clean = git("status", "--porcelain") == ""
     dirty = [] if clean else ["--allow-dirty"]
     out_dir = os.path.join(tmp, "results")
-    folder = os.path.join(out_dir, "host", head[:12]) if clean else os.path.join(out_dir, "lab", "host",
-                                                                                    head[:12] + "-dirty")
+    folder = os.path.join(out_dir, "host", head[:12] + "-node") if clean else os.path.join(
+        out_dir, "lab", "host", head[:12] + "-node-dirty")
     common = ["--preset", "node", "--backend", "host", "--bin", BIN, "--out", out_dir, *dirty]
 
     # ---- call 1: a deadline that holds the main job (30 s of budget) and the summary (30 s), never main-job-4
