@@ -144,8 +144,8 @@ __device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u6
 }
 
 // Test-only (MORI_FAULT a2a.slow-kernel, docs/perf-check.md "A/B"): the calling thread waits `cycles` of the
-// counter clock64() reads (the host converts the delay from the device's clock rate), so that each block's final
-// signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block.
+// counter clock64() reads (the host converts the delay from the device's clock rate), so that each block's
+// final signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block.
 __device__ __forceinline__ void mori_fault_slow(u64 cycles) {
   if (!cycles) return;
   const u64 t0 = static_cast<u64>(clock64());

@@ -1,8 +1,8 @@
 // Test-only fault injection: MORI_FAULT=<point>:<rank>[,<point>:<rank>...] makes the named rank _exit(17) at
 // the named point (or, for points ending in ".hang", sleep forever). Compiled in when MORI_FAULT_INJECTION is
-// on (the default for test builds); otherwise every call is a no-op and the variable is ignored. Points a caller
-// implements itself (fault_armed) do something else, e.g. a2a.slow-kernel: every push of the rank is slower by
-// MORI_FAULT_DELAY_NS nanoseconds (fault_delay_ns; docs/perf-check.md "A/B").
+// on (the default for test builds); otherwise every call is a no-op and the variable is ignored. Points a
+// caller implements itself (fault_armed) do something else, e.g. a2a.slow-kernel: every push of the rank is
+// slower by MORI_FAULT_DELAY_NS nanoseconds (fault_delay_ns; docs/perf-check.md "A/B").
 //
 // An unknown point is a usage error (validate_fault_spec, called once by every tool before any MPI traffic),
 // so that a misspelt point cannot make a fault test pass by injecting nothing.
