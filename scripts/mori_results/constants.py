@@ -57,6 +57,14 @@ GATE_FLOOR_DEVICE_SYNC = 0.03
 GATE_FLOOR_HOST_SYNC = 0.08
 GATE_SPREAD_FACTOR = 3.0
 GATE_WITHIN_RUN_FACTOR = 0.5
+# A/B (perf-check --ab, docs/perf-check.md "The A/B rule"): both sides measured interleaved in one job, so a change
+# is judged by a rank test of the per-run values, not by the baseline's spread: slower when the current median is
+# worse by more than the A/B floor AND a one-sided Mann-Whitney test puts it on the worse side at
+# GATE_AB_ALPHA / (the number of configurations compared).
+GATE_AB_FLOOR_DEVICE_SYNC = 0.02
+GATE_AB_FLOOR_HOST_SYNC = 0.04
+GATE_AB_ALPHA = 0.01
+GATE_AB_MIN_RUNS = 5
 GATE_SCHEMA = "mori.perf-check/3"
 GATE_EXIT_CODES_VERSION = 1
 

@@ -11,12 +11,13 @@ The factors: two back-to-back runs of one revision on one H200 (results/h200/a2a
 by up to 3.1 % on graph rows and 6.7 % on eager rows, which the within-run term covers (docs/perf-check.md).
 """
 import re
+import math
 import statistics
 from dataclasses import dataclass, field
 
 from .a2a import ABSENT
-from .constants import (GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_SPREAD_FACTOR,
-                        GATE_WITHIN_RUN_FACTOR)
+from .constants import (GATE_AB_ALPHA, GATE_AB_FLOOR_DEVICE_SYNC, GATE_AB_FLOOR_HOST_SYNC, GATE_AB_MIN_RUNS,
+                        GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_SPREAD_FACTOR, GATE_WITHIN_RUN_FACTOR)
 from .errors import Malformed
 
 METRICS = {  # name -> higher is better
@@ -107,6 +108,48 @@ def allowance(pairs, metric, floor):
     if floor is None:
         floor = GATE_FLOOR_HOST_SYNC if pairs[0][1].sync == "host" else GATE_FLOOR_DEVICE_SYNC
     return max(floor, GATE_SPREAD_FACTOR * between, GATE_WITHIN_RUN_FACTOR * w), floor, between, w, len(vals)
+
+
+def mann_whitney_worse(base, cur, higher_is_better):
+    """One-sided p-value that the current runs are worse than the baseline runs (Mann-Whitney U, normal
+    approximation with continuity and tie corrections): small when nearly every current run is worse than nearly
+    every baseline run. Only the per-run values are used, so one outlying run moves it by one rank."""
+    n, m = len(base), len(cur)
+    if n == 0 or m == 0:
+        return 1.0
+    worse = 0.0
+    for c in cur:
+        for b in base:
+            if c == b:
+                worse += 0.5
+            elif (c < b) if higher_is_better else (c > b):
+                worse += 1.0
+    ranks_tied = {}
+    for v in list(base) + list(cur):
+        ranks_tied[v] = ranks_tied.get(v, 0) + 1
+    tie = sum(t ** 3 - t for t in ranks_tied.values())
+    var = n * m / 12.0 * ((n + m + 1) - tie / ((n + m) * (n + m - 1)))
+    if var <= 0:
+        return 1.0
+    z = (worse - n * m / 2.0 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def ab_verdict(bv, cv, metric, sync, configurations, floor=None):
+    """(verdict, floor, p-value of worse, p-value of better) under the A/B rule (constants.py GATE_AB_*)."""
+    if floor is None:
+        floor = GATE_AB_FLOOR_HOST_SYNC if sync == "host" else GATE_AB_FLOOR_DEVICE_SYNC
+    hib = METRICS[attr(metric)]
+    b, c = statistics.median(bv), statistics.median(cv)
+    worse_by = (b - c) / b if hib else (c - b) / b
+    p_worse = mann_whitney_worse(bv, cv, hib)
+    p_better = mann_whitney_worse(bv, cv, not hib)
+    alpha = GATE_AB_ALPHA / max(1, configurations)
+    if worse_by > floor and p_worse < alpha:
+        return "SLOWER", floor, p_worse, p_better
+    if -worse_by > floor and p_better < alpha:
+        return "FASTER", floor, p_worse, p_better
+    return "SAME", floor, p_worse, p_better
 
 
 # What can explain a change, from each run's meta: compared key by key beside every regression.
@@ -253,6 +296,7 @@ class Verdict:
     verdict: str
     differs: list = field(default_factory=list)
     differs_total: int = 0
+    p_value: object = None  # the A/B rule's one-sided p-value in the direction of the change (None: the allowance)
 
     def as_json(self):
         return {"result": self.identity.label(), "identity": self.identity.as_json(), "metric": self.metric,
@@ -261,12 +305,16 @@ class Verdict:
                 "spread_within_run": self.spread_within, "baseline_runs": self.baseline_runs,
                 "verdict": self.verdict,
                 "meta_differs": [{"key": k, "baseline": a, "current": b} for k, a, b in self.differs],
-                "meta_differs_total": self.differs_total}
+                "meta_differs_total": self.differs_total, "rule": "allowance" if self.p_value is None else "ab",
+                "p_value": self.p_value}
 
 
-def compare(base, cur, metrics, floor=None):
-    """Verdicts of every baseline configuration whose schema version the current side holds."""
+def compare(base, cur, metrics, floor=None, ab=False):
+    """Verdicts of every baseline configuration whose schema version the current side holds. ab: both sides were
+    measured interleaved in one job (perf-check --ab): the A/B rule (ab_verdict) in place of the allowance, for
+    configurations with at least GATE_AB_MIN_RUNS runs on each side."""
     versions = {i.version for i in cur.rows}
+    configurations = sum(1 for i in base.rows if i.version in versions and i in cur.rows)
     out = []
     for ident in sorted((i for i in base.rows if i.version in versions), key=lambda i: i.sort_key()):
         pairs = base.rows[ident]
@@ -291,8 +339,14 @@ def compare(base, cur, metrics, floor=None):
                                           "(must be positive)")
             delta = (c - b) / b
             better = delta if METRICS[attr(m)] else -delta
-            v = "SAME" if abs(delta) <= allow else ("FASTER" if better > 0 else "SLOWER")
+            p = None
+            if ab and len(bv) >= GATE_AB_MIN_RUNS and len(cv) >= GATE_AB_MIN_RUNS:
+                v, allow, pw, pb = ab_verdict(bv, cv, m, pairs[0][1].sync, configurations, floor)
+                fl, p = allow, pw if better <= 0 else pb
+            else:
+                v = "SAME" if abs(delta) <= allow else ("FASTER" if better > 0 else "SLOWER")
             verdict = Verdict(ident, m, b, c, delta, allow, fl, between, within, n, v)
+            verdict.p_value = p
             if v == "SLOWER":
                 verdict.differs, verdict.differs_total = meta_diff(pairs[0][0], cur.rows[ident][0][0])
             out.append(verdict)
