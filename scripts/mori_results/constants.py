@@ -25,6 +25,7 @@ SCHEMAS = {
     "mori.published": (1,),
     "mori.expectations": (1,),
     "mori.a2a-plan-table": (1,),
+    "mori.perf-check": (3,),
 }
 
 # Schema files under results/schema/ by schema name (scripts/validate-json).
@@ -39,6 +40,7 @@ SCHEMA_FILES = {
     "mori.published": "published.schema.json",
     "mori.expectations": "expectations.schema.json",
     "mori.a2a-plan-table": "a2a-plan-table.schema.json",
+    "mori.perf-check": "perf-check.schema.json",
 }
 
 # Bounds of the reader.
