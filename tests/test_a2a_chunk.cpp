@@ -10,21 +10,12 @@
 #include "mori/symm/a2a.hpp"
 #include "mori/symm/a2a_chunk.hpp"
 #include "mori/symm/error.hpp"
+#include "usage_error.hpp"
 
 using namespace mori::symm;
+using mori::symm::test_util::usage_error;
 
 namespace {
-
-// The message of the UsageError `f` throws ("" if none).
-template <class F>
-std::string usage_error(F f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 A2aConfig config_of(std::vector<std::size_t> chunks) {
   A2aConfig c;

@@ -9,11 +9,13 @@
 #include "mori/symm/detail/matrix_write.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/jit.hpp"
+#include "usage_error.hpp"
 
 using namespace mori::symm;
 using detail::WriteChoice;
 using detail::WriteFallback;
 using detail::WriteTarget;
+using mori::symm::test_util::usage_error;
 
 namespace {
 
@@ -22,17 +24,6 @@ WriteTarget gpu(int sms, bool bulk) {
   t.bulk_copy = bulk ? 1 : 0;
   t.multiprocessors = sms;
   return t;
-}
-
-// The message of the UsageError that f throws; "" when it throws none.
-template <class F>
-std::string usage_error(F f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 WriteKernelOptions opts(WriteKernel k, const std::string& blocks = "auto", int unroll = 0, int tile = 0) {
