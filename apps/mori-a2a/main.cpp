@@ -10,6 +10,7 @@
 #include "mori/symm/fds.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
+#include "mori/symm/setup_cost.hpp"
 #include "mori/symm/tool.hpp"
 
 using namespace mori::symm;
@@ -143,6 +144,7 @@ int run(ToolEnv& env, Options& o) {
       time_sliced = bench.time_sliced();
     }
     bench.finish();
+    if (c == 0) doc["meta"]["setup"] = gather_setup_cost(*env.boot);  // with the teardown (collective)
     if (o.cycles > 1) cycles.push_back(cycle_json(env, c, w));
   }
   doc["config"] = config_json(o, env);

@@ -14,6 +14,7 @@
 #include "mori/symm/error.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/runtime.hpp"
+#include "mori/symm/setup_cost.hpp"
 
 namespace mori::symm {
 namespace {
@@ -125,6 +126,7 @@ int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
 
 Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_Comm comm)
     : timeout_s_(timeout_s) {
+  SetupStep timed(Setup::bootstrap);
   MORI_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MORI_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -253,33 +255,56 @@ std::vector<int> Bootstrap::ranks_not_responding() {
 }
 
 void Bootstrap::allgather(const std::string& step, const void* mine, void* all, std::size_t bytes) {
-  const int tag = next_tag();
   auto* out = static_cast<std::uint8_t*>(all);
-  const int n = static_cast<int>(bytes);
   if (world_ == 1) {
     std::memcpy(out, mine, bytes);
     return;
   }
-  if (rank_ == 0) {
-    std::memcpy(out, mine, bytes);
-    std::vector<MPI_Request> reqs(static_cast<std::size_t>(world_ - 1));
-    std::vector<int> peers(reqs.size());
-    for (int p = 1; p < world_; ++p) {
-      peers[static_cast<std::size_t>(p - 1)] = p;
-      MORI_CHECK_MPI(MPI_Irecv(out + static_cast<std::size_t>(p) * bytes, n, MPI_BYTE, p, tag, comm_,
-                               &reqs[static_cast<std::size_t>(p - 1)]));
+  // Bruck's allgather: in round k every rank sends the blocks it has (at most 2^k) to rank - 2^k and receives
+  // as many from rank + 2^k. ceil(log2(world)) rounds, and world - 1 blocks in and out of every rank: no rank
+  // carries the whole job's traffic (docs/json.md, "meta.setup").
+  const int tag = next_tag();
+  std::vector<std::uint8_t> have(static_cast<std::size_t>(world_) * bytes);
+  std::memcpy(have.data(), mine, bytes);
+  const double bound = bound_s();
+  const auto deadline = detail::deadline_after(bound);
+  for (int dist = 1; dist < world_; dist *= 2) {
+    const int blocks = std::min(dist, world_ - dist);
+    const int to = (rank_ - dist + world_) % world_, from = (rank_ + dist) % world_;
+    const int n = static_cast<int>(static_cast<std::size_t>(blocks) * bytes);
+    std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
+    MORI_CHECK_MPI(MPI_Irecv(have.data() + static_cast<std::size_t>(dist) * bytes, n, MPI_BYTE, from, tag,
+                             comm_, &reqs[0]));
+    MORI_CHECK_MPI(MPI_Isend(have.data(), n, MPI_BYTE, to, tag, comm_, &reqs[1]));
+    count_setup_ops(2 + static_cast<std::uint64_t>(blocks));  // two messages, the blocks they carry
+    bool done = false;
+    try {
+      done = test_all_until(reqs, deadline);
+      if (!done) {
+        int flag = 0;  // a request that completed between the last test and the deadline is no timeout
+        MORI_CHECK_MPI(MPI_Testall(2, reqs.data(), &flag, MPI_STATUSES_IGNORE));
+        done = flag != 0;
+      }
+    } catch (...) {
+      cancel_outstanding(reqs);
+      throw;
     }
-    wait_all(step, reqs, peers, true);
-    for (int p = 1; p < world_; ++p)
-      MORI_CHECK_MPI(
-          MPI_Isend(out, n * world_, MPI_BYTE, p, tag, comm_, &reqs[static_cast<std::size_t>(p - 1)]));
-    wait_all(step, reqs, peers, true);
-  } else {
-    std::vector<MPI_Request> reqs(2);
-    MORI_CHECK_MPI(MPI_Isend(mine, n, MPI_BYTE, 0, tag, comm_, &reqs[0]));
-    MORI_CHECK_MPI(MPI_Irecv(out, n * world_, MPI_BYTE, 0, tag, comm_, &reqs[1]));
-    wait_all(step, reqs, {0, 0}, false);
+    if (done) continue;
+    cancel_outstanding(reqs);
+    // The rounds cannot say who is missing (the peer of this round may itself be waiting): ask every rank
+    // directly, within a short bound, as barrier_fast does.
+    note_wait_bound_expired();
+    const auto missing = ranks_not_responding();
+    throw TimeoutError("step '" + step + "' timed out after " + format_seconds(bound) + " s on " +
+                       rank_tag() + "; " +
+                       (missing.empty() ? "waiting on rank " + std::to_string(from) +
+                                              " (every rank answered: not every rank reached this step)"
+                                        : "ranks not arrived: " + join_ranks(missing)));
   }
+  // Block i came from rank (rank + i) mod world.
+  for (int i = 0; i < world_; ++i)
+    std::memcpy(out + static_cast<std::size_t>((rank_ + i) % world_) * bytes,
+                have.data() + static_cast<std::size_t>(i) * bytes, bytes);
 }
 
 void Bootstrap::broadcast(const std::string& step, void* data, std::size_t bytes, int root) {

@@ -103,7 +103,7 @@ FdChannel::~FdChannel() {
   if (sock_ >= 0) close(sock_);
 }
 
-void FdChannel::send(int peer, int fd, std::uint32_t tag) {
+bool FdChannel::try_send(int peer, int fd, std::uint32_t tag, int& err) {
   if (peer < 0 || peer >= static_cast<int>(pids_.size()))
     throw UsageError("FdChannel::send: peer out of range");
   Message m{};
@@ -111,22 +111,29 @@ void FdChannel::send(int peer, int fd, std::uint32_t tag) {
   std::memcpy(m.nonce, nonce_.data(), nonce_.size());
   m.sender = rank_;
   m.tag = tag;
+  const long r = detail::send_fd_datagram(sock_, socket_name(nonce_, peer), &m, sizeof(m), fd,
+                                          MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (r == static_cast<long>(sizeof(m))) {
+    ++sends_;
+    return true;
+  }
+  err = r < 0 ? errno : EMSGSIZE;
+  // Not bound yet, queue full, or too many descriptors in flight for this user (ETOOMANYREFS: they drain as
+  // the peers read): all pass once the peers make progress.
+  const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED || err == ENOENT ||
+                               err == EINTR || err == ENOBUFS || err == ETOOMANYREFS);
+  if (!retry)
+    throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
+                   "to rank " + std::to_string(peer));
+  ++send_retries_;
+  return false;
+}
 
-  const std::string name = socket_name(nonce_, peer);
+void FdChannel::send(int peer, int fd, std::uint32_t tag) {
   int err = 0;
-  const bool sent = detail::poll_until(
-      [&] {
-        const long r = detail::send_fd_datagram(sock_, name, &m, sizeof(m), fd, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (r == static_cast<long>(sizeof(m))) return true;
-        err = errno;
-        const bool retry = r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED ||
-                                     err == ENOENT || err == EINTR || err == ENOBUFS);
-        if (!retry)
-          throw ApiError("sendmsg(SCM_RIGHTS)", __FILE__, __LINE__, errno_name(err),
-                         "to rank " + std::to_string(peer));
-        return false;
-      },
-      detail::deadline_after(timeout_s_), detail::Backoff::sleeping(std::chrono::microseconds(200)));
+  const bool sent =
+      detail::poll_until([&] { return try_send(peer, fd, tag, err); }, detail::deadline_after(timeout_s_),
+                         detail::Backoff::sleeping(std::chrono::microseconds(200)));
   if (!sent)
     throw TimeoutError("FdChannel: sending to rank " + std::to_string(peer) + " timed out after " +
                        format_seconds(timeout_s_) + " s on " + rank_tag() + " (last error " +
@@ -148,6 +155,7 @@ bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
     throw ApiError("recvmsg", __FILE__, __LINE__, errno_name(errno));
   }
+  ++reads_;
   std::vector<int> fds;
   bool have_cred = false;
   ucred cred{};
@@ -196,8 +204,19 @@ bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
   return true;
 }
 
+void FdChannel::drain() {
+  int sender = -1, fd = -1;
+  std::uint32_t t = 0;
+  while (read_one(sender, t, fd)) pending_[{t, sender}] = fd;
+}
+
 std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t tag,
                                     const std::string& step) {
+  return exchange(-1, {}, from, tag, step);
+}
+
+std::vector<int> FdChannel::exchange(int fd, const std::vector<int>& to, const std::vector<int>& from,
+                                     std::uint32_t tag, const std::string& step) {
   std::vector<int> out(from.size(), -1);
   std::size_t remaining = from.size();
   auto take_pending = [&] {
@@ -211,30 +230,54 @@ std::vector<int> FdChannel::receive(const std::vector<int>& from, std::uint32_t 
       }
     }
   };
+  // Sends still to make, in the caller's order; each pass tries every one once.
+  std::vector<int> unsent = to;
+  int last_err = 0;
+  auto send_pass = [&] {
+    std::size_t kept = 0;
+    for (int peer : unsent) {
+      int err = 0;
+      if (!try_send(peer, fd, tag, err)) {
+        unsent[kept++] = peer;
+        last_err = err;
+      }
+    }
+    const bool progressed = kept < unsent.size();
+    unsent.resize(kept);
+    return progressed;
+  };
   // Every fd already taken is this call's to close if it ends with an exception (a timeout, a failed poll or
   // recvmsg), so that none leaks.
   try {
     take_pending();
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    while (remaining > 0) {
+    while (remaining > 0 || !unsent.empty()) {
+      const bool sent_some = !unsent.empty() && send_pass();
+      drain();
+      const std::size_t before = remaining;
+      take_pending();
+      if (remaining == 0 && unsent.empty()) break;
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) {
         std::vector<int> missing;
         for (std::size_t i = 0; i < from.size(); ++i)
           if (out[i] < 0) missing.push_back(from[i]);
-        throw TimeoutError("step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " +
-                           rank_tag() + "; no fd arrived from ranks " + detail::join_ranks(missing));
+        std::string what =
+            "step '" + step + "' timed out after " + format_seconds(timeout_s_) + " s on " + rank_tag() + ";";
+        if (!missing.empty()) what += " no fd arrived from ranks " + detail::join_ranks(missing);
+        if (!unsent.empty())
+          what += std::string(missing.empty() ? "" : ";") + " could not send to ranks " +
+                  detail::join_ranks(unsent) + " (last error " + errno_name(last_err) +
+                  ": the peer's socket is not bound or its queue stays full)";
+        throw TimeoutError(what);
       }
+      if (sent_some || remaining < before) continue;
+      // No progress: wait for a datagram, but no longer than a millisecond while sends are pending (a full
+      // queue gives no wake-up when it drains).
+      const long long wait_ms = unsent.empty() ? std::min<long long>(left, 1000) : 1;
       pollfd p{sock_, POLLIN, 0};
-      int pr = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      int pr = poll(&p, 1, static_cast<int>(wait_ms));
       if (pr < 0 && errno != EINTR) throw ApiError("poll", __FILE__, __LINE__, errno_name(errno));
-      if (pr <= 0) continue;
-      int sender = -1, fd = -1;
-      std::uint32_t t = 0;
-      while (read_one(sender, t, fd)) {
-        pending_[{t, sender}] = fd;
-      }
-      take_pending();
     }
   } catch (...) {
     for (int f : out)

@@ -15,6 +15,7 @@
 #include "mori/symm/gpu_state.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/report.hpp"
+#include "mori/symm/setup_cost.hpp"
 #include "mori/symm/tool.hpp"
 #include "mori/symm/version.hpp"
 
@@ -138,6 +139,9 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
                      {"node", env.boot && rank < env.boot->world() ? env.boot->node_of(rank) : 0}});
   }
   m["ranks"] = ranks;
+  // Each setup step's cost, the maximum over ranks (docs/json.md "meta.setup").
+  m["setup"] =
+      env.boot && collective ? gather_setup_cost(*env.boot) : local_setup_cost(world_rank, world_size);
   m["backend"] = backend;
   m["platform"] = env.rt ? to_string(env.rt->platform()) : "none";
   if (!env.gpu_unavailable.empty()) m["gpu_unavailable"] = env.gpu_unavailable;

@@ -16,10 +16,12 @@
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/fds.hpp"
 #include "mori/symm/files.hpp"
 #include "mori/symm/jit.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
+#include "mori/symm/setup_cost.hpp"
 #include "mori/symm/version.hpp"
 #include "mori_build_revision.h"
 
@@ -101,6 +103,8 @@ struct JobIdentity {
   char lib[136];
   std::uint64_t options;  // a hash of argv[1..]
   char args[200];         // argv[1..] as the message shows it (cut)
+  std::uint64_t fd_soft;  // RLIMIT_NOFILE after raising it towards what the team needs
+  std::uint64_t fd_hard;
 };
 
 void copy_field(char* dst, std::size_t n, const std::string& s) {
@@ -151,6 +155,10 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   for (std::size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? " " : "") + argv[i];
   if (args.size() > sizeof(mine.args) - 1) args = args.substr(0, sizeof(mine.args) - 4) + "...";
   copy_field(mine.args, sizeof(mine.args), "'" + args + "'");
+  const std::uint64_t fds_needed = fds_needed_for_team(boot.team_size());
+  const FdLimit limit = raise_fd_limit(fds_needed);
+  mine.fd_soft = limit.soft;
+  mine.fd_hard = limit.hard;
   const auto all = boot.allgather_value("tool.job", mine);
 
   std::vector<std::string> tools, code, options;
@@ -179,6 +187,22 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   if (hashes.size() > 1)
     throw UsageError("command-line options differ between ranks: " + describe_groups(options, "run with") +
                      "; every rank must run with the same options");
+  // Before any allocation: a rank that would run out of descriptors in the handle exchange says so now, on
+  // every rank, instead of failing (or timing out) half-way through it (docs/setup.md, "Large jobs").
+  std::vector<int> short_of;
+  std::uint64_t lowest = UINT64_MAX, hard = UINT64_MAX;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].fd_soft >= fds_needed) continue;
+    short_of.push_back(static_cast<int>(r));
+    if (all[r].fd_soft < lowest) lowest = all[r].fd_soft, hard = all[r].fd_hard;
+  }
+  if (!short_of.empty())
+    throw UsageError(
+        "the descriptor limit (ulimit -n) is " + std::to_string(lowest) + " (hard " + std::to_string(hard) +
+        ") on ranks " + detail::join_ranks(short_of) + ", below the " + std::to_string(fds_needed) +
+        " a rank of a " + std::to_string(boot.team_size()) +
+        "-rank team needs at least (two per peer and 16); raise it before starting the job (ulimit -n " +
+        std::to_string(fds_needed) + ", or the hard limit: limits.conf / the launcher's)");
 }
 
 // A report or table lost on stdout (a full disk, a closed pipe or stdout) turns a success into exit 3, with
@@ -262,7 +286,10 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     set_file_bound(env.common.timeout_s);
 
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
-    check_same_job(*env.boot, spec.name, env.argv);
+    {
+      SetupStep timed(Setup::options_check);
+      check_same_job(*env.boot, spec.name, env.argv);
+    }
     if (spec.needs_runtime) {
       env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
       if (!env.runtime_notice.empty()) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "mori/symm/bootstrap.hpp"
@@ -11,6 +12,7 @@
 #include "mori/symm/fd_channel.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/request.hpp"
+#include "mori/symm/setup_cost.hpp"
 
 namespace mori::symm {
 namespace {
@@ -19,6 +21,8 @@ constexpr std::size_t kMaxSpanBytes = std::size_t{1} << 47;
 }  // namespace
 
 Window::Window(Runtime& rt, const WindowOptions& opts) : rt_(rt), opts_(opts) {
+  SetupStep timed(Setup::allocation);
+  count_setup_ops(6);  // granularity, create, reserve, map, access, zero
   const std::size_t gran = rt_.granularity(opts.device, opts.handle_type, true);
   layout_ = compute_layout(opts.bytes, opts.signal_bytes, gran, opts.stride_quantum);
   try {
@@ -43,7 +47,10 @@ Window::~Window() {
 void Window::rendezvous(Bootstrap& boot) {
   if (span_) throw UsageError("window: rendezvous called twice");
   boot_ = &boot;
-  const auto all = exchange_requests(boot);
+  const auto all = [&] {
+    SetupStep timed(Setup::exchange);
+    return exchange_requests(boot);
+  }();
   const auto& team = boot.team();
   team_rank_ = boot.team_rank();
   slots_.assign(team.size(), Slot{});
@@ -53,10 +60,13 @@ void Window::rendezvous(Bootstrap& boot) {
     // Own slot: a second handle to the local allocation.
     slots_[static_cast<std::size_t>(team_rank_)].handle = rt_.retain(local_va_);
     slots_[static_cast<std::size_t>(team_rank_)].have_handle = true;
-    if (opts_.handle_type == HandleType::fabric)
+    if (opts_.handle_type == HandleType::fabric) {
+      SetupStep timed(Setup::exchange);
       import_fabric_handles(boot, all);
-    else
+    } else {
+      SetupStep timed(Setup::exchange);
       exchange_fds(boot);
+    }
     map_span(boot);
     detail::fault_point("rendezvous.mapped", boot.rank());
     // Exporters keep their handles until every peer has imported.
@@ -81,9 +91,14 @@ std::vector<RendezvousRequest> Window::exchange_requests(Bootstrap& boot) {
                 layout_.stride, boot.team_size());
   auto req = make_request(me, layout_.alloc_bytes, layout_.buffer_bytes, layout_.signal_bytes, layout_.stride,
                           opts_.device, opts_.handle_type, boot.node_of(me));
-  if (opts_.handle_type == HandleType::fabric) req.blob = rt_.export_fabric(local_handle_);
+  if (opts_.handle_type == HandleType::fabric) {
+    SetupStep timed(Setup::handle_export);
+    count_setup_ops(1);
+    req.blob = rt_.export_fabric(local_handle_);
+  }
   detail::fault_point("rendezvous.requests", me);
   auto all = boot.allgather_value("rendezvous.requests", req);
+  count_setup_ops(all.size());  // every rank's request checked
   auto problems = validate_requests(all);
   if (!problems.empty()) {
     std::string s = "rendezvous: requests disagree:";
@@ -98,6 +113,7 @@ void Window::import_fabric_handles(Bootstrap& boot, const std::vector<Rendezvous
   for (std::size_t i = 0; i < team.size(); ++i) {
     if (static_cast<int>(i) == team_rank_) continue;
     detail::fault_point("rendezvous.import", boot.rank());
+    count_setup_ops(1);
     slots_[i].handle = rt_.import_fabric(all[static_cast<std::size_t>(team[i])].blob);
     slots_[i].have_handle = true;
   }
@@ -117,21 +133,31 @@ void Window::exchange_fds(Bootstrap& boot) {
   std::vector<int> peers;
   for (int r : boot.team())
     if (r != me) peers.push_back(r);
-  for (int r : peers) {
-    if (detail::fault_armed("rendezvous.send-lost", me)) continue;
-    int fd = rt_.export_fd(local_handle_);
-    try {
-      ch.send(r, fd, 1);
-    } catch (...) {
-      close(fd);
-      throw;
+  // One export, sent to every peer (each datagram carries its own copy of the descriptor). Peers in the
+  // order me+1, me+2, ...: at any moment the ranks send to different peers, not all to rank 0 first.
+  std::rotate(peers.begin(), std::upper_bound(peers.begin(), peers.end(), me), peers.end());
+  const std::vector<int> to = detail::fault_armed("rendezvous.send-lost", me) ? std::vector<int>{} : peers;
+  const int fd = [&] {
+    SetupStep timed(Setup::handle_export);
+    count_setup_ops(1);
+    return rt_.export_fd(local_handle_);
+  }();
+  std::vector<int> fds;
+  try {
+    if (detail::fault_armed("rendezvous.exchange", me)) {
+      ch.exchange(fd, to, {}, 1, "rendezvous.fd-exchange");  // the sends alone, then the fault
+      detail::fault_point("rendezvous.exchange", me);
     }
+    fds = ch.exchange(fd, to, peers, 1, "rendezvous.fd-exchange");
+  } catch (...) {
     close(fd);
+    throw;
   }
-  detail::fault_point("rendezvous.exchange", me);
-  auto fds = ch.receive(peers, 1, "rendezvous.fd-exchange");
+  close(fd);
+  count_setup_ops(ch.sends() + ch.reads());  // refused attempts are waiting, not work: cpu_s has them
   try {
     for (std::size_t k = 0; k < peers.size(); ++k) {
+      count_setup_ops(1);
       const auto slot = static_cast<std::size_t>(boot.team_rank_of(peers[k]));
       slots_[slot].handle = rt_.import_fd(fds[k]);
       slots_[slot].have_handle = true;
@@ -148,13 +174,26 @@ void Window::exchange_fds(Bootstrap& boot) {
 void Window::map_span(Bootstrap& boot) {
   const auto& team = boot.team();
   span_bytes_ = layout_.stride * team.size();
-  span_ = rt_.reserve(span_bytes_, layout_.granularity);
+  {
+    SetupStep timed(Setup::reserve);
+    count_setup_ops(1);
+    span_ = rt_.reserve(span_bytes_, layout_.granularity);
+  }
   auto* base = static_cast<std::uint8_t*>(span_);
-  for (std::size_t i = 0; i < team.size(); ++i) {
-    void* slot = base + i * layout_.stride;
-    rt_.map(slot, layout_.alloc_bytes, slots_[i].handle);
-    slots_[i].mapped = true;
-    rt_.set_access(slot, layout_.alloc_bytes, opts_.device);
+  {
+    SetupStep timed(Setup::map);
+    for (std::size_t i = 0; i < team.size(); ++i) {
+      count_setup_ops(1);
+      rt_.map(base + i * layout_.stride, layout_.alloc_bytes, slots_[i].handle);
+      slots_[i].mapped = true;
+    }
+  }
+  {
+    SetupStep timed(Setup::access);
+    for (std::size_t i = 0; i < team.size(); ++i) {
+      count_setup_ops(1);
+      rt_.set_access(base + i * layout_.stride, layout_.alloc_bytes, opts_.device);
+    }
   }
   peers_.assign(static_cast<std::size_t>(boot.world()), nullptr);
   for (std::size_t i = 0; i < team.size(); ++i)
@@ -235,6 +274,8 @@ void Window::free_local() {
 }
 
 void Window::teardown() {
+  SetupStep timed(Setup::teardown);
+  count_setup_ops(2 + 2 * static_cast<std::uint64_t>(team_size()) + 4);
   sync_device();
   barrier("teardown.barrier");
   for (int i = 0; i < team_size(); ++i) unmap_slot(i);

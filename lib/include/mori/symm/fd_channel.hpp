@@ -6,6 +6,10 @@
 // kernel-supplied credentials (SO_PASSCRED): same uid, and the pid that the job's bootstrap recorded for the
 // claimed sender. Anything else is dropped with a warning and the fd it carried is closed. Every wait is a
 // poll() against a deadline; messages may arrive in any order.
+//
+// exchange() sends and receives in one loop: a send that finds the peer's queue full (the kernel holds about
+// ten datagrams per socket, /proc/sys/net/unix/max_dgram_qlen) is tried again after this rank has drained its
+// own queue, so no rank blocks on a send while others wait for it to read (lib/README.md, Windows).
 #pragma once
 
 #include <array>
@@ -36,6 +40,17 @@ class FdChannel {
   // One fd from each rank in `from` carrying `tag`; the result is ordered like `from`, and the caller owns
   // the fds. Datagrams for other tags are kept for a later call.
   std::vector<int> receive(const std::vector<int>& from, std::uint32_t tag, const std::string& step);
+  // Sends a copy of fd to every rank in `to` and receives one fd carrying `tag` from every rank in `from`,
+  // both at once, until the deadline; the result is ordered like `from`, and the caller owns those fds (the
+  // caller keeps fd). On expiry the error names the ranks nothing arrived from and those not reached.
+  std::vector<int> exchange(int fd, const std::vector<int>& to, const std::vector<int>& from,
+                            std::uint32_t tag, const std::string& step);
+
+  // Operations of this channel so far: datagrams sent, send attempts refused by a full or unbound peer,
+  // datagrams read (the setup-cost counters, docs/json.md "setup").
+  std::uint64_t sends() const noexcept { return sends_; }
+  std::uint64_t send_retries() const noexcept { return send_retries_; }
+  std::uint64_t reads() const noexcept { return reads_; }
 
   // Datagrams dropped so far (foreign, malformed, duplicate).
   std::uint64_t rejected() const noexcept { return rejected_; }
@@ -43,6 +58,11 @@ class FdChannel {
  private:
   // Reads one datagram; returns true with (sender, tag, fd) if it passed every check.
   bool read_one(int& sender, std::uint32_t& tag, int& fd);
+  // One non-blocking send of fd to peer: true if sent, false if the peer is not bound or its queue is full
+  // (err says which); other failures throw.
+  bool try_send(int peer, int fd, std::uint32_t tag, int& err);
+  // Reads every datagram queued now into pending_.
+  void drain();
 
   int sock_ = -1;
   int rank_;
@@ -50,6 +70,7 @@ class FdChannel {
   std::vector<int> pids_;
   double timeout_s_;
   std::uint64_t rejected_ = 0;
+  std::uint64_t sends_ = 0, send_retries_ = 0, reads_ = 0;
   std::map<std::pair<std::uint32_t, int>, int> pending_;  // (tag, sender) -> fd received early
 };
 
