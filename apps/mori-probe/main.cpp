@@ -40,9 +40,10 @@ struct Options {
   std::string write_kernel = "auto";
   std::string write_blocks = "auto";
   bool health = false;
-  std::string expect;         // --expect FILE: a site's expectations on top of ours
-  bool expect_only = false;   // --expect-only: the site's file in place of ours
-  Expectations expectations;  // what --health judges against (read while validating the options)
+  std::string handle_type = "auto";  // --matrix / --health: the window's
+  std::string expect;                // --expect FILE: a site's expectations on top of ours
+  bool expect_only = false;          // --expect-only: the site's file in place of ours
+  Expectations expectations;         // what --health judges against (read while validating the options)
 };
 
 int list_catalog(ToolEnv& env) {
@@ -295,7 +296,8 @@ std::string device_name(const Json& nodes, int node, int device) {
 }
 
 // The short all-to-all: one chunk, pointer addressing, device sync (host sync where ranks time-slice a GPU).
-std::vector<A2aFact> health_a2a(ToolEnv& env, const std::vector<RankFacts>& facts) {
+std::vector<A2aFact> health_a2a(ToolEnv& env, const std::vector<RankFacts>& facts,
+                                const std::string& handle_type) {
   auto& boot = *env.boot;
   auto& rt = *env.rt;
   const bool host = rt.platform() == Platform::host;
@@ -314,11 +316,17 @@ std::vector<A2aFact> health_a2a(ToolEnv& env, const std::vector<RankFacts>& fact
   bool shared = false;
   for (const auto& [k, n] : per_gpu) shared = shared || n > 1;
   A2aConfig cfg;
-  cfg.chunks = {host ? std::size_t(1) << 20 : std::size_t(16) << 20};
+  // On the host runtime (CPU copies, no performance) the job moves at most 64 MiB an iteration, world^2
+  // chunks, so that a rack-sized job stays cheap; a GPU keeps the 16 MiB its expectations are measured at.
+  const std::size_t world2 = static_cast<std::size_t>(boot.world()) * static_cast<std::size_t>(boot.world());
+  const std::size_t host_chunk = std::clamp<std::size_t>((std::size_t(64) << 20) / world2 / 16 * 16,
+                                                         std::size_t(4) << 10, std::size_t(1) << 20);
+  cfg.chunks = {host ? host_chunk : std::size_t(16) << 20};
   cfg.addressing = {Addressing::ptr};
   cfg.syncs = {!host && shared && !all_mps ? SyncMode::host : SyncMode::device};
   cfg.warmup = 2;
   cfg.iters = 20;
+  cfg.handle_type = handle_type;
   try {
     validate_a2a(cfg, boot.world(), host ? 0 : rt.device_info(env.device).memory_bytes, host);
   } catch (const UsageError& e) {
@@ -464,7 +472,9 @@ int run(ToolEnv& env, const Options& o) {
   if (o.matrix) {
     auto mx = o.mx;
     mx.bytes = static_cast<std::size_t>(o.matrix_mib * (1 << 20)) / 16 * 16;
-    matrix = peer_matrix(boot, rt, env.device, choose_handle_type(rt, env.device), mx);
+    const HandleType ht =
+        o.handle_type == "auto" ? choose_handle_type(rt, env.device) : parse_handle_type(o.handle_type);
+    matrix = peer_matrix(boot, rt, env.device, ht, mx);
     doc["matrix"] = to_json(matrix);
   }
   const bool timed_out = matrix.timed_out();
@@ -472,7 +482,7 @@ int run(ToolEnv& env, const Options& o) {
   if (o.health) {
     const auto a2a = timed_out ? std::vector<A2aFact>{{false, "the peer matrix timed out", boot.world(), 0,
                                                        "", false, std::nullopt, 0}}
-                               : health_a2a(env, facts);
+                               : health_a2a(env, facts, o.handle_type);
     const auto links_after =
         boot.allgather_value("health.links.after", read_links(rt, env.device, xid.get()));
     health = health_checks(env, o, doc, matrix, facts, links_before, links_after, a2a);
@@ -562,6 +572,11 @@ int main(int argc, char** argv) {
                    "interconnect and check)");
     app.add_flag("--expect-only", o.expect_only,
                  "--health: judge against the --expect file alone, in place of the committed expectations");
+    app.add_option(
+           "--handle-type", o.handle_type,
+           "--matrix/--health: the windows' handle type, auto | posix_fd | fabric (auto: the one this "
+           "probe chooses)")
+        ->capture_default_str();
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");
   };
@@ -576,6 +591,7 @@ int main(int argc, char** argv) {
     o.mx.write.kernel = parse_write_kernel(o.write_kernel);
     parse_write_blocks(o.write_blocks, o.mx.write);
     validate_write_kernel(o.mx.write);
+    if (o.handle_type != "auto") parse_handle_type(o.handle_type);
     if ((!o.expect.empty() || o.expect_only) && !o.health) throw UsageError("--expect: only with --health");
     if (o.expect_only && o.expect.empty())
       throw UsageError("--expect-only: give the file with --expect FILE");

@@ -404,7 +404,10 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
   doc["config"] = {{"scenario", o.scenario},       {"windows", o.windows},
                    {"size_bytes", wo.bytes},       {"cycles", o.cycles},
                    {"journal_dir", o.journal_dir}, {"timeout_s", env.common.timeout_s}};
-  auto scs = summarize_journals(o.journal_dir, write_errors);
+  // Rank 0 alone reads the journals (world journals of world-sized steps each) and says the verdict to the
+  // others: every rank reading all of them was O(world^2) work per rank.
+  std::vector<ScenarioSummary> scs;
+  if (env.is_root()) scs = summarize_journals(o.journal_dir, write_errors);
   if (!write_errors.empty()) {
     Json je = Json::array();
     std::string list;
@@ -421,7 +424,9 @@ int report(ToolEnv& env, const Options& o, const WindowOptions& wo,
       sc.outcome = TeardownOutcome::pending;
       sc.detail = "teardown runs at exit; run --summarize " + o.journal_dir + " after the job";
     }
-  return finish_report(env, doc, scs, env.is_root());
+  std::uint8_t code = static_cast<std::uint8_t>(finish_report(env, doc, scs, env.is_root()));
+  env.boot->broadcast("teardown.verdict", &code, 1, 0);
+  return code;
 }
 
 // Whether this job claimed its journal folder: only then are the journals there its own.

@@ -184,6 +184,7 @@ void refresh_meta(ToolEnv& env, Json& meta) {
     for (const auto& r : meta["ranks"]) pids.push_back(r.value("pid", std::int64_t{-1}));
   put_gpu_state(meta, env, true, env.boot ? env.boot->rank() : 0, pids);
   if (!meta.contains("jit") || meta["jit"].is_null()) put_jit(meta);
+  if (env.boot) meta["setup"] = gather_setup_cost(*env.boot);  // with the windows made since
 }
 
 }  // namespace mori::symm

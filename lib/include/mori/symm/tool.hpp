@@ -72,7 +72,7 @@ std::optional<bool> build_stale(ToolEnv& env);
 Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective = true);
 
 // For a report whose meta was made before its measurement (mori-probe --matrix, --health): meta.gpu_state
-// read again now, and meta.jit from the kernels this process loaded where it has none. Collective like
+// and meta.setup read again now, and meta.jit from the kernels this process loaded where it has none. Collective like
 // make_meta.
 void refresh_meta(ToolEnv& env, Json& meta);
 
