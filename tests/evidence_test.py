@@ -204,6 +204,11 @@ try:
           head_line + rest + json.dumps({k: m.get(k) for k in ("partial", "steps_requested", "complete")}))
     check("... and only the probe and the summary ran",
           sorted(s["name"] for s in m.get("steps", [])) == ["probe", "summary"], json.dumps(m)[:2000])
+    summary_md = os.path.join(f_l, "summary.md")
+    with open(summary_md) as f:
+        text = f.read()
+    check("... and summary.md calls it a partial run, not INCOMPLETE",
+          "a partial run (--steps probe" in text and "INCOMPLETE" not in text, text[:1000])
 
     # A dirty tree is refused: a clone of HEAD with one untracked file.
     clone = os.path.join(tmp, "clone")
