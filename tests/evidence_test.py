@@ -7,6 +7,7 @@ usage: evidence_test.py BIN_DIR MPIRUN...
 """
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,99 @@ try:
     else:
         check("summary: recorded as failed where render-results has no --summary (exit 1)",
               s.get("status") == "failed" and rc == 1, json.dumps(s) + out)
+
+    # ---- hostile inputs (issue 36, items 9-12, 14, 15): exit 2 and one line, never a hang or a traceback ----
+    def quick(args, env=ENV, timeout=120):
+        try:
+            p = subprocess.run([sys.executable, EVIDENCE, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, "timed out"
+        return p.returncode, p.stdout
+
+    def one_line_2(rc, out, want):
+        return rc == 2 and want in out and "Traceback" not in out and len(out.strip().splitlines()) == 1
+
+    hostile = os.path.join(tmp, "hostile")
+    os.makedirs(hostile)
+    fifo = os.path.join(hostile, "table.fifo")
+    os.mkfifo(fifo)
+    rc, out = quick([*common, "--out", os.path.join(hostile, "o1"), "--plan-table", fifo], timeout=60)
+    check("--plan-table FIFO: exit 2 at once, one line naming it, no hang", one_line_2(rc, out, "FIFO"), out)
+    deep = os.path.join(hostile, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    rc, out = quick([*common, "--out", os.path.join(hostile, "o2"), "--plan-table", deep])
+    check("--plan-table nested 100,000 deep: exit 2, one line", one_line_2(rc, out, "deep.json"), out)
+    a_file = os.path.join(hostile, "a-file")
+    with open(a_file, "w") as f:
+        f.write("x\n")
+    loop = os.path.join(hostile, "loop")
+    os.symlink(loop, loop)
+    for what, path in (("a file", a_file), ("a FIFO", fifo), ("/dev/null", "/dev/null"), ("a link loop", loop),
+                       ("a folder no one can make (under /proc)", "/proc/mori-evidence-test-out")):
+        rc, out = quick([*common, "--out", path])
+        check(f"--out {what}: exit 2, one line naming it, nothing written", one_line_2(rc, out, "--out")
+              and not os.path.exists("/proc/mori-evidence-test-out"), out)
+    if os.geteuid() != 0:  # root writes through permissions: then only a read-only mount would show it
+        ro = os.path.join(hostile, "ro")
+        os.makedirs(ro)
+        os.chmod(ro, 0o555)
+        rc, out = quick([*common, "--out", ro])
+        check("--out a read-only folder: exit 2, one line", one_line_2(rc, out, "not writable"), out)
+    for steps in ("", ","):
+        rc, out = quick([*common, "--out", os.path.join(hostile, "o3"), "--steps", steps])
+        check(f"--steps {steps!r}: exit 2, one line, nothing run",
+              one_line_2(rc, out, "--steps") and not os.path.exists(os.path.join(hostile, "o3")), out)
+
+    # --resume reads its manifest strictly: each bad one is exit 2 naming it, the folder left as it was.
+    good_man = json.dumps(dict(manifest(folder), steps=[{"name": "probe", "command": [], "wall_s": 1.5,
+                                                          "exit_code": 0, "status": "ok", "outputs": []}]))
+    bad_manifests = {"truncated": good_man[:len(good_man) // 2], "empty": "", "deep": "[" * 100000 + "]" * 100000,
+                     "wrong-typed": json.dumps(dict(json.loads(good_man), steps={"probe": "ok"})),
+                     "NaN wall_s": good_man.replace('"wall_s": 1.5', '"wall_s": NaN')}
+    for name, text in bad_manifests.items():
+        out_r = os.path.join(hostile, "r-" + name.replace(" ", "-"))
+        f_r = os.path.join(out_r, os.path.relpath(folder, out_dir))
+        os.makedirs(f_r)
+        with open(os.path.join(f_r, "manifest.json"), "w") as f:
+            f.write(text)
+        rc, out = quick([*common, "--out", out_r, "--resume"])
+        with open(os.path.join(f_r, "manifest.json")) as f:
+            kept = f.read() == text
+        check(f"--resume on a {name} manifest.json: exit 2, one line naming it, the manifest left as it was",
+              one_line_2(rc, out, "manifest.json") and kept and os.listdir(f_r) == ["manifest.json"], out)
+
+    # One run per folder: a second --resume while the first runs is refused; the first, a --steps subset, exits
+    # 0 (its named steps ok) and says that it is a partial run.
+    out_l = os.path.join(tmp, "locked")
+    rc, out = run([*common, "--out", out_l, "--deadline-s", "5"])
+    f_l = os.path.join(out_l, os.path.relpath(folder, out_dir))
+    slow = os.path.join(tmp, "slow-mpirun")
+    with open(slow, "w") as f:
+        f.write("#!/bin/sh\nsleep 8\nexec " + " ".join(shlex.quote(x) for x in MPIRUN) + ' "$@"\n')
+    os.chmod(slow, 0o755)
+    first = subprocess.Popen([sys.executable, EVIDENCE, *common, "--out", out_l, "--resume", "--steps", "probe"],
+                             cwd=ROOT, env=dict(ENV, MORI_MPIRUN=slow), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    head_line = first.stdout.readline()  # printed once the folder is locked, before the first step
+    rc2, out2 = quick([*common, "--out", out_l, "--resume"])
+    rest, _ = first.communicate(timeout=300)
+    check("a second --resume on a folder another run holds: exit 2, one line naming it",
+          head_line.startswith("evidence: host") and one_line_2(rc2, out2, "another scripts/evidence"),
+          head_line + out2)
+    m = manifest(f_l)
+    check("--resume --steps probe: exit 0 (the named step ok), the manifest partial with steps_requested",
+          first.returncode == 0 and m.get("partial") is True and m.get("steps_requested") == ["probe"]
+          and m.get("complete") is False and "partial run" in rest and "INCOMPLETE" not in rest,
+          head_line + rest + json.dumps({k: m.get(k) for k in ("partial", "steps_requested", "complete")}))
+    check("... and only the probe and the summary ran",
+          sorted(s["name"] for s in m.get("steps", [])) == ["probe", "summary"], json.dumps(m)[:2000])
+    summary_md = os.path.join(f_l, "summary.md")
+    with open(summary_md) as f:
+        text = f.read()
+    check("... and summary.md calls it a partial run, not INCOMPLETE",
+          "a partial run (--steps probe" in text and "INCOMPLETE" not in text, text[:1000])
 
     # A dirty tree is refused: a clone of HEAD with one untracked file.
     clone = os.path.join(tmp, "clone")

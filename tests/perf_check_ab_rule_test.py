@@ -6,8 +6,10 @@ at 8 ranks on one H200). Ten runs per side:
   - A/A (both factors 1.00): every verdict SAME, exit 0, each judged by the A/B rule (rule "ab", a p-value);
   - A/B with the current side 5 % slower: every time_p50_us verdict SLOWER with a p-value below 0.01 / K, exit 1;
   - A/B 1 % slower (inside the 2 % floor): no SLOWER, exit 0;
-  - the allowance alone (the current side's runs read as a plain baseline comparison, no --ab) misses the 5 %:
-    the reason the A/B rule exists.
+  - the allowance alone (the current side's runs read as a plain baseline comparison, no --ab) does not call the
+    5 % SLOWER (3 x a 4 % spread is 12 %: CANNOT_JUDGE, too noisy for those runs): the reason the A/B rule exists;
+  - --baseline-bin tools whose reports name another revision than REV: exit 2, no verdict; reports that name no
+    commit: judged, with ab.revision_checked false and a note (docs/perf-check.md "A/B").
 usage: perf_check_ab_rule_test.py
 """
 import json
@@ -23,18 +25,24 @@ sys.path.insert(0, HERE)
 from harness import check, finish  # noqa: E402
 
 
-def side(tmp, name, factor):
+HEAD = subprocess.run(["git", "-C", os.path.dirname(PERF), "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                      text=True).stdout.strip()
+
+
+def side(tmp, name, factor, revision=HEAD):
     d = os.path.join(tmp, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "factor"), "w") as f:
         f.write(str(factor))
+    with open(os.path.join(d, "revision"), "w") as f:
+        f.write(revision)
     return d
 
 
-def ab(tmp, name, base_factor, cur_factor, runs=10):
+def ab(tmp, name, base_factor, cur_factor, runs=10, base_revision=HEAD):
     keep = os.path.join(tmp, f"keep-{name}")
     out = os.path.join(tmp, f"{name}.json")
-    cmd = [sys.executable, PERF, "--ab", "HEAD", "--baseline-bin", side(tmp, f"{name}-A", base_factor),
+    cmd = [sys.executable, PERF, "--ab", "HEAD", "--baseline-bin", side(tmp, f"{name}-A", base_factor, base_revision),
            "--current-bin", side(tmp, f"{name}-B", cur_factor), "--runs", str(runs), "--keep", keep, "--json", out,
            "--", sys.executable, FAKE, "{bin}", "{json}"]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
@@ -62,6 +70,12 @@ with tempfile.TemporaryDirectory(prefix="mori-ab-rule-") as tmp:
     p = subprocess.run([sys.executable, PERF, os.path.join(keep, "runs", "baseline"),
                         os.path.join(keep, "runs", "current")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=120)
-    check("the same 5 % runs judged by the allowance alone: no SLOWER (3 x a 4 % spread is 12 %)",
-          p.returncode == 0 and "SLOWER" not in p.stdout, p.stdout[-3000:])
+    check("the same 5 % runs judged by the allowance alone: no SLOWER (3 x a 4 % spread is 12 %: cannot judge)",
+          p.returncode == 0 and "SLOWER" not in p.stdout and "CANNOT_JUDGE" in p.stdout, p.stdout[-3000:])
+    rc, out, doc, _ = ab(tmp, "other-rev", 1.0, 1.0, runs=2, base_revision="0123456789abcdef0123456789abcdef01234567")
+    check("--baseline-bin whose reports name another revision than REV: exit 2 naming it, no verdict",
+          rc == 2 and "0123456789abcdef" in out and "another revision" in out and not doc, out[-3000:])
+    rc, out, doc, _ = ab(tmp, "no-rev", 1.0, 1.0, runs=2, base_revision="unknown")
+    check("--baseline-bin whose reports name no commit: judged, revision_checked false, with a note",
+          rc == 0 and (doc.get("ab") or {}).get("revision_checked") is False and "not checked" in out, out[-3000:])
 finish()

@@ -54,7 +54,7 @@ with tempfile.TemporaryDirectory() as tmp:
     order = (v.get("ab") or {}).get("order")
     check("A/B of one build against itself: both sides ran, interleaved A B / B A, and were gated",
           rc in (0, 1) and order == ["baseline:1", "current:1", "current:2", "baseline:2"]
-          and v.get("schema") == "mori.perf-check/3" and v.get("verdicts") and v.get("wrong") == 0, out)
+          and v.get("schema") == "mori.perf-check/4" and v.get("verdicts") and v.get("wrong") == 0, out)
     check("--keep keeps both sides' reports",
           sorted(os.listdir(os.path.join(keep, "runs", "baseline"))) == ["run-1.json", "run-2.json"]
           and sorted(os.listdir(os.path.join(keep, "runs", "current"))) == ["run-1.json", "run-2.json"], out)

@@ -309,7 +309,7 @@ if os.path.exists(R1) and os.path.exists(R2):
              and x["metric"] == "time_p50_us"]
         check("a two-run baseline: its allowance is at least 3x the spread across the runs, floor 3%, and the "
               "slowdown is still flagged",
-              rc == 1 and v["schema"] == "mori.perf-check/3" and v["exit_code"] == 1 and len(g) == 2
+              rc == 1 and v["schema"] == "mori.perf-check/4" and v["exit_code"] == 1 and len(g) == 2
               and all(x["baseline_runs"] == 2 and x["allowance"] >= max(0.03, 3 * x["spread_across_runs"]) - 1e-12
                       and x["verdict"] == "SLOWER" for x in g), json.dumps(g, indent=1)[:3000])
 

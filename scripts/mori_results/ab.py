@@ -188,21 +188,32 @@ def report_revisions(runs):
     return sorted({str(r.revision) for r in runs if r.revision is not None})
 
 
-def revision_notes(plan, revisions):
-    """Notes on how REV relates to the revisions the baseline side's reports name."""
+def revision_notes(plan, revisions, reports=0):
+    """Notes on how REV relates to the revisions the baseline side's reports name (of `reports` reports). Reports
+    that name another revision than a hexadecimal REV are bad input (Malformed: exit 2): the A/B would measure
+    another change than the one named. With --baseline-bin, REV counts as checked (plan.revision_checked) only
+    where every baseline report names it."""
     notes = []
     if not plan.revision_checked:
         notes.append(f"--ab {plan.revision}: taken as stated, not checked (no .git in {plan.repo}); the baseline's "
                      f"reports say revision {', '.join(revisions) or '(none)'}")
+
+    def commit(r):  # a report's revision may carry a suffix (an older "-dirty"); "unknown" names none
+        h = re.match(r"[0-9a-f]*", r.lower()).group(0)
+        return h if len(h) >= 7 else None
+
+    named = [r for r in revisions if commit(r)]
     rev = plan.commit.lower()
     if re.fullmatch(r"[0-9a-f]{7,40}", rev):
-        def same(r):  # a report's revision may carry a suffix (an older "-dirty")
-            h = re.match(r"[0-9a-f]*", r.lower()).group(0)
-            return len(h) >= 7 and (h.startswith(rev) or rev.startswith(h))
-        other = [r for r in revisions if not same(r)]
+        other = [r for r in named if not (commit(r).startswith(rev) or rev.startswith(commit(r)))]
         if other:
-            notes.append(f"the baseline's reports say revision {', '.join(other)}, not {plan.commit[:12]} "
-                         "(--baseline-bin built from another revision?)")
+            raise Malformed(None, f"--ab {plan.revision}: the baseline's reports say revision {', '.join(other)}, "
+                                  f"not {plan.commit[:12]} (--baseline-bin built from another revision: build "
+                                  "REV's tools, or name the revision they were built from)")
+    if plan.baseline_bin and plan.revision_checked and (len(named) < len(revisions) or not revisions) and reports:
+        plan.revision_checked = False
+        notes.append(f"--ab {plan.revision}: --baseline-bin's reports do not all name a commit (meta.git_revision: "
+                     f"{', '.join(revisions) or 'none'}), so that its tools were built from it is not checked")
     return notes
 
 

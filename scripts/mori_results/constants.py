@@ -25,7 +25,7 @@ SCHEMAS = {
     "mori.published": (1,),
     "mori.expectations": (1,),
     "mori.a2a-plan-table": (1,),
-    "mori.perf-check": (3,),
+    "mori.perf-check": (3, 4),
 }
 
 # Schema files under results/schema/ by schema name (scripts/validate-json).
@@ -54,11 +54,15 @@ EXIT_BAD_INPUT = 2
 EXIT_RUNTIME = 3  # perf-check --ab: the baseline's build or a run failed
 EXIT_SKIP = 77  # CTest's SKIP_RETURN_CODE (validate-json --require-or-skip)
 
-# perf-check's allowance rule (docs/perf-check.md "The allowance").
+# perf-check's allowance rule (docs/perf-check.md "The allowance"): max(3 x the spread across the baseline's runs,
+# the row's own p95/p50 spread within a run + the run-to-run margin). The margin is what two runs of one revision
+# differ by beyond that spread (device sync; host sync, whose time includes a host barrier).
 GATE_FLOOR_DEVICE_SYNC = 0.03
 GATE_FLOOR_HOST_SYNC = 0.08
 GATE_SPREAD_FACTOR = 3.0
-GATE_WITHIN_RUN_FACTOR = 0.5
+# The change the gate is meant to resolve from one baseline run: a row whose allowance is wider is "cannot judge"
+# (unless its change is beyond even that allowance), never SAME; so SAME means a 10 % change would have shown.
+GATE_JUDGE_LIMIT = 0.10
 # A/B (perf-check --ab, docs/perf-check.md "The A/B rule"): both sides measured interleaved in one job, so a change
 # is judged by a rank test of the per-run values, not by the baseline's spread: slower when the current median is
 # worse by more than the A/B floor AND a one-sided Mann-Whitney test puts it on the worse side at
@@ -67,7 +71,7 @@ GATE_AB_FLOOR_DEVICE_SYNC = 0.02
 GATE_AB_FLOOR_HOST_SYNC = 0.04
 GATE_AB_ALPHA = 0.01
 GATE_AB_MIN_RUNS = 5
-GATE_SCHEMA = "mori.perf-check/3"
+GATE_SCHEMA = "mori.perf-check/4"
 GATE_EXIT_CODES_VERSION = 1
 
 # Marker pairs around generated tables in Markdown.

@@ -2,22 +2,27 @@
 
 Rows are matched by their Identity (a2a.py). The allowance of a baseline configuration is
 
-    max(floor, 3 x the spread of its p50 across the baseline's runs, 1/2 x its p95/p50 spread within a run)
+    max(3 x the spread of its p50 across the baseline's runs, its p95/p50 spread within a run + margin)
 
 where the spread across runs is (max - min) / median of the per-run values (runs of several machine starts
-count alike), the within-run spread is the median over its runs of p95/p50 - 1, and the floor is 3 % for
-device-sync rows and 8 % for host-sync rows (whose time includes a host barrier), or --tolerance where given.
-The factors: two back-to-back runs of one revision on one H200 (results/h200/a2a-w8-r1.json, -r2.json) differ
-by up to 3.1 % on graph rows and 6.7 % on eager rows, which the within-run term covers (docs/perf-check.md).
+count alike), the within-run spread is the median over its runs of p95/p50 - 1, and the margin (the run-to-run
+variation beyond a row's own spread) is 3 % for device-sync rows and 8 % for host-sync rows (whose time includes a
+host barrier), or --tolerance where given. A row is not judged ("cannot judge", docs/perf-check.md "What one
+baseline run cannot judge") where its allowance is wider than GATE_JUDGE_LIMIT and its change inside it, where a
+side has fewer than MIN_SAMPLES timed samples of it, or where the current side holds it only under another MPS
+setting. Why these numbers: docs/perf-check.md "The allowance" (every pair of committed reruns of one revision and
+one command, tests/perf_check_reruns_test.py).
 """
-import re
+import dataclasses
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 
 from .a2a import ABSENT
 from .constants import (GATE_AB_ALPHA, GATE_AB_FLOOR_DEVICE_SYNC, GATE_AB_FLOOR_HOST_SYNC, GATE_AB_MIN_RUNS,
-                        GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_SPREAD_FACTOR, GATE_WITHIN_RUN_FACTOR)
+                        GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_JUDGE_LIMIT, GATE_SPREAD_FACTOR,
+                        MIN_SAMPLES)
 from .errors import Malformed
 
 METRICS = {  # name -> higher is better
@@ -99,7 +104,8 @@ def per_run(pairs, metric):
 
 
 def allowance(pairs, metric, floor):
-    """(allowance, floor, spread across runs, spread within a run, number of runs) of a baseline configuration."""
+    """(allowance, margin, spread across runs, spread within a run, number of runs) of a baseline configuration;
+    floor: the margin (None: by the rows' sync)."""
     vals = per_run(pairs, metric)
     mid = statistics.median(vals)
     between = (max(vals) - min(vals)) / mid if len(vals) > 1 and mid else 0.0
@@ -107,7 +113,27 @@ def allowance(pairs, metric, floor):
     w = statistics.median(within) if within else 0.0
     if floor is None:
         floor = GATE_FLOOR_HOST_SYNC if pairs[0][1].sync == "host" else GATE_FLOOR_DEVICE_SYNC
-    return max(floor, GATE_SPREAD_FACTOR * between, GATE_WITHIN_RUN_FACTOR * w), floor, between, w, len(vals)
+    return max(GATE_SPREAD_FACTOR * between, w + floor), floor, between, w, len(vals)
+
+
+def few_samples(pairs):
+    """The smallest timed-sample count of the rows (samples, else iters) where it is below MIN_SAMPLES, else None:
+    a p50 of so few samples has no spread to judge it by. mori rows only: another system's row (nccl-tests) is one
+    average over its iterations."""
+    counts = [row.samples if row.samples is not None else row.iters for _, row in pairs if row.is_mori]
+    counts = [c for c in counts if c is not None]
+    return min(counts) if counts and min(counts) < MIN_SAMPLES else None
+
+
+def other_setup(ident, rows):
+    """The identity in rows that differs from ident only in whether an MPS daemon was running (a machine's setup,
+    not the command: a sweep started after another may find its daemon still up), else None."""
+    flipped = dataclasses.replace(ident, mps=not ident.mps)
+    return flipped if flipped in rows else None
+
+
+def _pct(x):
+    return f"{100 * x:.1f} %"
 
 
 def mann_whitney_worse(base, cur, higher_is_better):
@@ -281,6 +307,9 @@ def meta_diff(base_run, cur_run, limit=12):
     return diffs[:limit], len(diffs)
 
 
+CANNOT_JUDGE = "CANNOT_JUDGE"
+
+
 @dataclass
 class Verdict:
     identity: object
@@ -297,6 +326,7 @@ class Verdict:
     differs: list = field(default_factory=list)
     differs_total: int = 0
     p_value: object = None  # the A/B rule's one-sided p-value in the direction of the change (None: the allowance)
+    why: object = None      # CANNOT_JUDGE: why this row cannot be judged from this baseline, and what would judge it
 
     def as_json(self):
         return {"result": self.identity.label(), "identity": self.identity.as_json(), "metric": self.metric,
@@ -306,7 +336,7 @@ class Verdict:
                 "verdict": self.verdict,
                 "meta_differs": [{"key": k, "baseline": a, "current": b} for k, a, b in self.differs],
                 "meta_differs_total": self.differs_total, "rule": "allowance" if self.p_value is None else "ab",
-                "p_value": self.p_value}
+                "p_value": self.p_value, "why": self.why}
 
 
 def compare(base, cur, metrics, floor=None, ab=False):
@@ -326,7 +356,14 @@ def compare(base, cur, metrics, floor=None, ab=False):
             b = statistics.median(bv)
             allow, fl, between, within, n = allowance(pairs, m, floor)
             if ident not in cur.rows:
-                out.append(Verdict(ident, m, b, None, None, allow, fl, between, within, n, "MISSING"))
+                twin = other_setup(ident, cur.rows)
+                if twin is None:
+                    out.append(Verdict(ident, m, b, None, None, allow, fl, between, within, n, "MISSING"))
+                    continue
+                v = Verdict(ident, m, b, None, None, allow, fl, between, within, n, CANNOT_JUDGE)
+                v.why = (f"in one run only: the current side holds it only with MPS {'off' if ident.mps else 'on'} "
+                         f"(the baseline: {'on' if ident.mps else 'off'}), another setup; run both under one")
+                out.append(v)
                 continue
             cv = per_run(cur.rows[ident], m)
             if not cv:
@@ -339,14 +376,28 @@ def compare(base, cur, metrics, floor=None, ab=False):
                                           "(must be positive)")
             delta = (c - b) / b
             better = delta if METRICS[attr(m)] else -delta
-            p = None
+            p = why = None
             if ab and len(bv) >= GATE_AB_MIN_RUNS and len(cv) >= GATE_AB_MIN_RUNS:
                 v, allow, pw, pb = ab_verdict(bv, cv, m, pairs[0][1].sync, configurations, floor)
                 fl, p = allow, pw if better <= 0 else pb
+            elif few_samples(pairs) is not None or few_samples(cur.rows[ident]) is not None:
+                side, k = ("baseline", few_samples(pairs)) if few_samples(pairs) is not None else (
+                    "current", few_samples(cur.rows[ident]))
+                v, why = CANNOT_JUDGE, (f"{k} timed sample(s) in the {side} run, fewer than {MIN_SAMPLES}: its p50 "
+                                        "has no spread to judge it by; run it with more iterations")
+            elif abs(delta) <= allow:
+                v = "SAME"
+                if allow > GATE_JUDGE_LIMIT:
+                    own = (f"{_pct(within)} p95/p50 within a run" if allow == within + fl else
+                           f"{_pct(between)} across {n} runs")
+                    v, why = CANNOT_JUDGE, (f"too noisy for one baseline run: its own spread ({own}) gives an "
+                                            f"allowance of {_pct(allow)}, wider than the {_pct(GATE_JUDGE_LIMIT)} "
+                                            "the gate resolves; judge it with --ab (interleaved runs, a rank test) "
+                                            "or a baseline of more runs")
             else:
-                v = "SAME" if abs(delta) <= allow else ("FASTER" if better > 0 else "SLOWER")
+                v = "FASTER" if better > 0 else "SLOWER"
             verdict = Verdict(ident, m, b, c, delta, allow, fl, between, within, n, v)
-            verdict.p_value = p
+            verdict.p_value, verdict.why = p, why
             if v == "SLOWER":
                 verdict.differs, verdict.differs_total = meta_diff(pairs[0][0], cur.rows[ident][0][0])
             out.append(verdict)

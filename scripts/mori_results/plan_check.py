@@ -3,6 +3,9 @@ mori.a2a-plan-table/1; docs/evidence.md "The plan check"). tests/test_a2a_plan.c
 table; this holds what actually ran to it."""
 import json
 
+from .errors import Malformed
+from .reader import read_json
+
 SCHEMA = "mori.a2a-plan-table/1"
 FIELDS = ("protocol", "blocks_per_peer", "unroll", "launch", "signal_scope", "source_cache")
 # Options that choose by hand what the plan would choose (mori-a2a's report config; "auto", 0 or null: the
@@ -15,14 +18,18 @@ class TableError(Exception):
 
 
 def load_table(path):
+    """The table at path, read by the results model's bounded, strict reader (a FIFO, a device, a truncated or
+    too deeply nested file is a TableError naming it, never a hang or a traceback)."""
     try:
-        with open(path) as f:
-            t = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TableError(f"{path}: {e}") from e
+        t = read_json(path)
+    except Malformed as e:
+        raise TableError(str(e)) from e
     if not isinstance(t, dict) or t.get("schema") != SCHEMA or not isinstance(t.get("cases"), list):
         raise TableError(f"{path}: not a {SCHEMA} table")
-    for c in t["cases"]:
+    for i, c in enumerate(t["cases"]):
+        if not isinstance(c, dict) or not isinstance(c.get("cells", []), list) or not all(
+                isinstance(cell, dict) for cell in c.get("cells", [])) or not isinstance(c.get("match") or {}, dict):
+            raise TableError(f"{path}: cases[{i}]: not an object with a match object and a list of cell objects")
         for cell in c.get("cells", []):
             missing = [k for k in ("chunk", "sync", "cite", *FIELDS) if k not in cell]
             if missing:

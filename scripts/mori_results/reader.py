@@ -3,14 +3,15 @@
 A path is stat'ed first and must be a regular file (after following links) of at most the size cap: FIFOs,
 devices, sockets and folders are refused without being opened. The file is then opened with O_NONBLOCK (so a
 FIFO swapped in between cannot block), fstat'ed again and read to at most the cap. JSON is parsed only after a
-scan shows its nesting is within the depth limit; NaN, Infinity, numbers that overflow to infinity and
-duplicate keys are refused. Every failure is a Malformed naming the file.
+scan shows its nesting is within the depth limit; NaN, Infinity, numbers that overflow to infinity, integers
+beyond the range of a double (which every reader would turn into a float) and duplicate keys are refused. Every failure is a Malformed naming the file.
 """
 import json
 import math
 import os
 import re
 import stat
+import sys
 
 from .constants import MAX_JSON_BYTES, MAX_JSON_DEPTH
 from .errors import Malformed
@@ -86,6 +87,17 @@ def _finite_float(text):
     return v
 
 
+_MAX_INT = int(sys.float_info.max)
+
+
+def _bounded_int(text):
+    """An integer a double can hold: one beyond it (1 followed by 400 zeros) overflows wherever a reader mixes it
+    with floats, so it is refused here, as 1e400 is."""
+    if len(text.lstrip("-")) > len(str(_MAX_INT)) or abs(int(text)) > _MAX_INT:
+        raise ValueError(f"integer {text[:40]}{'...' if len(text) > 40 else ''} is beyond the range of a double")
+    return int(text)
+
+
 def _no_duplicates(pairs):
     out = {}
     for k, v in pairs:
@@ -102,7 +114,7 @@ def parse_json(text, path, max_depth=MAX_JSON_DEPTH):
         raise Malformed(path, f"JSON nested {depth} deep, more than the limit of {max_depth}")
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
-                          object_pairs_hook=_no_duplicates)
+                          parse_int=_bounded_int, object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise Malformed(path, "JSON nested too deep")
     except json.JSONDecodeError as e:

@@ -317,9 +317,13 @@ def summary(folder):
         elif d.schema != "mori.evidence":
             others.append(d)
     rev = man.revision[:12]
+    asked = man.doc.get("steps_requested")
+    state = "complete" if man.complete else (
+        f"a partial run (--steps {','.join(map(str, asked))}: the preset's other steps not run)"
+        if man.doc.get("partial") is True and isinstance(asked, list) else "INCOMPLETE")
     out = [f"# Evidence: {man.machine} at {rev}", "",
            f"Revision {man.revision} ({'clean tree' if man.clean else 'DIRTY tree: not for tables'}), machine "
-           f"{man.machine}, start {man.start_id or '-'}, {'complete' if man.complete else 'INCOMPLETE'}. Written by "
+           f"{man.machine}, start {man.start_id or '-'}, {state}. Written by "
            "`scripts/render-results --summary` from `manifest.json` and the tools' JSON in this folder.", "",
            "| step | status | exit | wall s | outputs |", "| --- | --- | ---: | ---: | --- |"]
     for s in man.steps:
