@@ -295,6 +295,7 @@ TEST(A2aPlanReplay, CommittedGpuRunsReplayUnchanged) {
     ASSERT_NE(blocks_per_multiprocessor(arch, {32, 0}), -1)
         << report << ": no occupancy figures for " << arch;
     ASSERT_GT(f.device.multiprocessors, 0) << report << ": the probe report has no device of the ranks";
+    ASSERT_GT(f.device.l2_bytes, 0u) << report << ": no L2 figure for " << f.device.name << " (l2_bytes_of)";
     std::printf("replaying %s (case %s, %zu rows)\n", report.c_str(), run.case_name.c_str(),
                 run.doc.at("results").size());
     const A2aConfig cfg = config_of(run.doc.at("config"));
