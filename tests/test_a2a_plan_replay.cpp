@@ -255,6 +255,7 @@ A2aFacts facts_of(const RecordedRun& run) {
   return f;
 }
 
+// The options of a report (its config) that the plan reads.
 A2aConfig config_of(const Json& c) {
   A2aConfig cfg;
   cfg.graph = c.value("graph", 0);
@@ -262,6 +263,8 @@ A2aConfig config_of(const Json& c) {
   cfg.blocks_per_peer = c.value("blocks_per_peer", 0);
   cfg.unroll = c.value("unroll", 0);
   cfg.overlap_launch = c.value("launch", "programmatic") != "plain";
+  cfg.signal_scope = parse_signal_scope(c.value("signal_scope", "auto"));
+  cfg.source_cache = parse_source_cache(c.value("source_cache", "auto"));
   return cfg;
 }
 
