@@ -145,7 +145,10 @@ __device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u6
 
 // Test-only (MORI_FAULT a2a.slow-kernel, docs/perf-check.md "A/B"): the calling thread waits `cycles` of the
 // counter clock64() reads (the host converts the delay from the device's clock rate), so that each block's
-// final signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block.
+// final signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block. The push
+// calls it first thing, where nothing else is live: called before its final signal (after the stores), its
+// registers took the ptr host-sync push from 32 to 40 per thread, 3 resident blocks per multiprocessor instead
+// of 4, and so a plan of 6 blocks per peer instead of 8 (docs/mori-a2a.md "Replaying a GPU run").
 __device__ __forceinline__ void mori_fault_slow(u64 cycles) {
   if (!cycles) return;
   const u64 t0 = static_cast<u64>(clock64());
@@ -176,6 +179,7 @@ __global__ void __launch_bounds__(512)
                     u32 mutate, u64 slow_cycles, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
+  if (threadIdx.x == 0) mori_fault_slow(slow_cycles);  // thread 0's stores, and so the block's end, wait
   const bool dev = device_scope != 0;
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
@@ -191,7 +195,6 @@ __global__ void __launch_bounds__(512)
                                                L.chunk, part, blocks_per_peer, mutate);
   __syncthreads();
   if (threadIdx.x == 0) {
-    mori_fault_slow(slow_cycles);
     if (kSync && kDirect && !abandoned) {
       mori_red_add_release(mori_pad(peer, L.signal_offset)->flags + world + me, 1u, dev);
     } else {

@@ -3,6 +3,7 @@
 
 docs_test.py BIN_DIR            check (exit 0: every check holds; 1: a check failed, each failure on one line)
 docs_test.py --update BIN_DIR   rewrite each tool's --help block in docs/<tool>.md from the tool itself, then check
+docs_test.py --layouts          check the help comparison against the fixtures of two CLI11 layouts (no tools)
 
 Checks, each failure naming the file and what is missing where:
 - help:    docs/<tool>.md holds the tool's `--help` output verbatim between <!-- mori-help:begin TOOL --> and
@@ -106,6 +107,34 @@ def render_block(tool, help_out):
             f"<!-- mori-help:end {tool} -->")
 
 
+def block_help(block, tool):
+    """The --help text a docs block shows: the lines between its `$ TOOL --help` line and its closing fence,
+    without the markers and fences around them (which would otherwise read as the last option's description)."""
+    start = f"$ {tool} --help\n"
+    i = block.find(start)
+    body = block[i + len(start):] if i >= 0 else block
+    j = body.rfind("\n```")
+    return body[:j] if j >= 0 else body
+
+
+def help_differences(shown_help, live_help):
+    """How two --help texts differ by content (options, defaults, descriptions), whatever CLI11's layout of
+    each; "" where they hold the same."""
+    live, shown = help_model(live_help), help_model(shown_help)
+    if live == shown:
+        return ""
+    added = sorted(" ".join(k) for k in live.keys() - shown.keys())
+    gone = sorted(" ".join(k) for k in shown.keys() - live.keys())
+    changed = sorted(f"{' '.join(k)} (default {shown[k][0]} -> {live[k][0]})" for k in
+                     live.keys() & shown.keys() if live[k][0] != shown[k][0])
+    texts = sorted(" ".join(k) for k in live.keys() & shown.keys() if live[k][1] != shown[k][1])
+    return "; ".join(x for x in [
+        f"options in --help, not in the block: {', '.join(added)}" if added else "",
+        f"options in the block, not in --help: {', '.join(gone)}" if gone else "",
+        f"defaults changed: {', '.join(changed)}" if changed else "",
+        f"descriptions changed: {', '.join(texts)}" if texts else ""] if x)
+
+
 def prose_and_code(text):
     """(backtick spans outside code blocks, code block bodies)."""
     parts = re.split(r"^```.*$", text, flags=re.M)
@@ -145,9 +174,8 @@ def check_help_and_options(bin_dir, update):
                  f"(run: python3 tests/docs_test.py --update BIN_DIR after adding the two markers)")
             continue
         have = text[bounds[0]:bounds[1]]
-        live = help_model(helps[tool])
-        shown = help_model(have)
-        if have != want and (update or live != shown):
+        what = help_differences(block_help(have, tool), helps[tool]) if have != want else ""
+        if have != want and (update or what):
             if update:
                 text = text[:bounds[0]] + want + text[bounds[1]:]
                 with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
@@ -155,16 +183,6 @@ def check_help_and_options(bin_dir, update):
                 print(f"updated: {page}: the --help block of {tool}")
                 bounds = block_bounds(text, tool)
             else:
-                added = sorted(" ".join(k) for k in live.keys() - shown.keys())
-                gone = sorted(" ".join(k) for k in shown.keys() - live.keys())
-                changed = sorted(f"{' '.join(k)} (default {shown[k][0]} -> {live[k][0]})" for k in
-                                 live.keys() & shown.keys() if live[k][0] != shown[k][0])
-                texts = sorted(" ".join(k) for k in live.keys() & shown.keys() if live[k][1] != shown[k][1])
-                what = "; ".join(x for x in [
-                    f"options in --help, not in the block: {', '.join(added)}" if added else "",
-                    f"options in the block, not in --help: {', '.join(gone)}" if gone else "",
-                    f"defaults changed: {', '.join(changed)}" if changed else "",
-                    f"descriptions changed: {', '.join(texts)}" if texts else ""] if x)
                 fail(f"{page}: the --help block of {tool} differs from `{tool} --help` "
                      f"({what or 'the description or usage line changed'}); "
                      f"regenerate: python3 tests/docs_test.py --update BIN_DIR")
@@ -193,6 +211,34 @@ def check_help_and_options(bin_dir, update):
                     if o not in opts[tool]:
                         fail(f"{rel}: `{tool}{rest.rstrip()}` uses {o}, which `{tool} --help` does not list")
     return opts
+
+
+def check_help_layouts():
+    """The help comparison against the layouts of two CLI11 versions: tests/fixtures/cli11-help/ holds the --help
+    of one program printed by CLI11 2.1 (Debian 12) and by CLI11 2.4 (`TEXT=auto` against `TEXT [auto]`, a
+    description moved to the next line where the left column is 30 wide or more). A block written with either
+    holds the same content as the other's --help; a changed description is still seen, the last option's too."""
+    fx = {v: read(f"tests/fixtures/cli11-help/help-cli11-{v}.txt").rstrip("\n") for v in ("2.1", "2.4")}
+    models = {v: help_model(t) for v, t in fx.items()}
+    if fx["2.1"] == fx["2.4"]:
+        fail("cli11-help fixtures: the 2.1 and 2.4 layouts are the same text (nothing to compare)")
+    for v, m in models.items():
+        if m.get(("--launch",)) != ("programmatic", "programmatic: each push may start launching while the "
+                                                    "previous kernel runs | plain"):
+            fail(f"cli11-help {v}: --launch read as {m.get(('--launch',))}")
+        if m.get(("--health",)) != (None, "Run the probe, the peer matrix and a short all-to-all, then judge them"):
+            fail(f"cli11-help {v}: --health read as {m.get(('--health',))}")
+        if len(m) != 12:
+            fail(f"cli11-help {v}: {len(m)} options read, the fixture has 12")
+    for shown, live in (("2.1", "2.4"), ("2.4", "2.1")):
+        what = help_differences(block_help(render_block("mori-a2a", fx[shown]), "mori-a2a"), fx[live])
+        if what:
+            fail(f"cli11-help: a block written with CLI11 {shown} against the --help of CLI11 {live}: {what}")
+        edited = fx[live].replace("(default $MORI_GPU_ARCHS)", "(default: none)")
+        what = help_differences(block_help(render_block("mori-a2a", fx[shown]), "mori-a2a"), edited)
+        if what != "descriptions changed: --archs":
+            fail(f"cli11-help: a changed --archs description, block {shown} against --help {live}, read as "
+                 f"{what!r}")
 
 
 def check_env():
@@ -354,10 +400,16 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
+    if argv == ["--layouts"]:
+        check_help_layouts()
+        for f in failures:
+            print("FAIL: " + f)
+        print(f"docs_test --layouts: {len(failures)} failure(s)")
+        return 1 if failures else 0
     update = argv[0] == "--update"
     args = argv[1:] if update else argv
     if len(args) != 1 or not os.path.isdir(args[0]):
-        print("usage: docs_test.py [--update] BIN_DIR", file=sys.stderr)
+        print("usage: docs_test.py [--update] BIN_DIR | --layouts", file=sys.stderr)
         return 2
     check_help_and_options(os.path.abspath(args[0]), update)
     check_env()
