@@ -41,6 +41,7 @@ SCHEMA_FILES = {
     "mori.expectations": "expectations.schema.json",
     "mori.a2a-plan-table": "a2a-plan-table.schema.json",
     "mori.perf-check": "perf-check.schema.json",
+    "mori.scale-sweep": "scale-sweep.schema.json",
 }
 
 # Bounds of the reader.
