@@ -15,6 +15,7 @@
 
 #include "mori/symm/detail/fault.hpp"
 #include "mori/symm/detail/text.hpp"
+#include "mori/symm/doctor.hpp"
 #include "mori/symm/error.hpp"
 #include "mori/symm/fds.hpp"
 #include "mori/symm/files.hpp"
@@ -155,8 +156,10 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   for (std::size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? " " : "") + argv[i];
   if (args.size() > sizeof(mine.args) - 1) args = args.substr(0, sizeof(mine.args) - 4) + "...";
   copy_field(mine.args, sizeof(mine.args), "'" + args + "'");
+  // Raised towards what the doctor recommends for one window (fd_limit_low); refused below the least that
+  // one window's exchange needs.
   const std::uint64_t fds_needed = fds_needed_for_team(boot.team_size());
-  const FdLimit limit = raise_fd_limit(fds_needed);
+  const FdLimit limit = raise_fd_limit(std::max(fds_needed, fd_needed(boot.team_size(), 1)));
   mine.fd_soft = limit.soft;
   mine.fd_hard = limit.hard;
   const auto all = boot.allgather_value("tool.job", mine);
