@@ -108,9 +108,16 @@ check(f"mori-probe --matrix at {N} ranks, {HT}: meta.setup has every window step
 rc, out, doc = run("health", "mori-probe", ["--health", *matrix[1:]])
 checks = (doc or {}).get("health") or []
 verdicts = {c.get("id"): c.get("verdict") for c in checks}
-check(f"mori-probe --health at {N} ranks, {HT}: exit 0, world {N}, no check failed, the all-to-all ran",
-      rc == 0 and world_of(doc) == N and checks and "fail" not in verdicts.values()
-      and verdicts.get("a2a.verified") == "pass", out + str(verdicts))
+# The correctness checks must pass. The pair bandwidth and latency checks judge memcpy timings of N processes on
+# a few cores: one descheduled transfer is 20x slower, so there they may fail (exit 1), and only there.
+timing = ("pair.write_gbps", "pair.read_gbps", "pair.latency_us")
+failed = sorted({c.get("id") for c in checks if c.get("verdict") == "fail"})
+must = ["doctor.no_error", "pair.writes_verified", "pair.pingpongs_answered", "a2a.verified"]
+check(f"mori-probe --health at {N} ranks, {HT}: world {N}, every correctness check passed, the all-to-all ran; "
+      "a failure only in the host's timing checks",
+      rc in (0, 1) and world_of(doc) == N and all(any(c.get("id") == m and c.get("verdict") == "pass" for c in checks)
+                                                  for m in must)
+      and all(f in timing for f in failed) and (rc == 0) == (not failed), out + str(failed))
 
 rc, out, doc = run("teardown", "mori-teardown-repro", ["--scenario", "all", "--handle-type", HT, "--size", "64K"])
 scs = (doc or {}).get("scenarios") or []
