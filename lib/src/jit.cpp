@@ -307,7 +307,8 @@ std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
   // Without headers the key is that of the source alone, as before headers were read.
   std::string text = source.text;
   for (const auto& [name, body] : source.headers) text += std::string(1, '\0') + name + '\0' + body;
-  std::vector<std::string> parts = {text, compiler().name(), compiler().version(), arch_, platform_};
+  std::vector<std::string> parts = {text,  compiler().name(), compiler().version(), compiler().identity(),
+                                    arch_, platform_};
   for (const auto& o : options()) parts.push_back(o);
   for (const auto& i : spec.instantiations) parts.push_back(i);
   return hash_hex(parts) + hash_hex({parts[0], spec.file});

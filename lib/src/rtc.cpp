@@ -1,8 +1,19 @@
 // The run-time compiler behind the JIT, loaded with dlopen (lib/README.md, JIT cache): the library search and
 // the one compiler over the API table that NVRTC and hiprtc share (rtc_impl.hpp).
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 
 #include "mori/symm/detail/rtc.hpp"
+#include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
 #include "rtc_impl.hpp"
 
@@ -38,16 +49,121 @@ void* open_first(const std::vector<std::string>& names, const std::vector<std::s
 
 namespace {
 
+std::string hex64(std::uint64_t h) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+// FNV-1a over a file's bytes into *h; false where it cannot be read.
+bool hash_file(const std::string& path, std::uint64_t* h) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::vector<char> buf(1 << 20);
+  while (f) {
+    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    *h = fnv1a(*h, buf.data(), static_cast<std::size_t>(f.gcount()));
+  }
+  return f.eof();
+}
+
+// The GNU build id of the loaded object whose load address is `base`, from its PT_NOTE segments in memory.
+struct BuildIdSearch {
+  ElfW(Addr) base = 0;
+  bool found = false;
+  std::string id;
+};
+
+int find_build_id(dl_phdr_info* info, std::size_t, void* data) {
+  auto* s = static_cast<BuildIdSearch*>(data);
+  if (info->dlpi_addr != s->base) return 0;
+  s->found = true;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const std::size_t align = ph.p_align == 8 ? 8 : 4;
+    auto up = [align](std::size_t n) { return (n + align - 1) & ~(align - 1); };
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (static_cast<std::size_t>(end - p) >= sizeof(ElfW(Nhdr))) {
+      ElfW(Nhdr) n;
+      std::memcpy(&n, p, sizeof n);
+      const char* name = p + sizeof n;
+      const char* desc = name + up(n.n_namesz);
+      const char* next = desc + up(n.n_descsz);
+      if (next > end) break;
+      if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        for (std::size_t k = 0; k < n.n_descsz; ++k) {
+          const auto c = static_cast<unsigned char>(desc[k]);
+          s->id += kDigits[c >> 4];
+          s->id += kDigits[c & 15];
+        }
+        return 1;
+      }
+      p = next;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+std::string object_identity(void* handle) {
+  link_map* lm = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name) {
+    const char* e = dlerror();
+    return std::string("unknown object (dlinfo: ") + (e ? e : "no link map") + ")";
+  }
+  std::error_code ec;
+  std::string path = std::filesystem::canonical(lm->l_name, ec).string();
+  if (ec) path = lm->l_name;
+  BuildIdSearch s;
+  s.base = lm->l_addr;
+  dl_iterate_phdr(find_build_id, &s);
+  if (!s.id.empty()) return path + " build-id " + s.id;
+  std::uint64_t h = kFnvOffset;
+  if (!hash_file(path, &h)) return path + " unreadable (" + errno_name(errno) + ")";
+  return path + " fnv " + hex64(h);
+}
+
+std::string folder_identity(const std::string& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) return "";
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path().filename().string());
+  if (ec) return folder + ": unreadable (" + ec.message() + ")";
+  std::sort(files.begin(), files.end());
+  std::uint64_t h = kFnvOffset;
+  for (const auto& f : files) {
+    h = fnv1a(h, f.c_str(), f.size() + 1);
+    if (!hash_file(folder + "/" + f, &h))
+      return folder + "/" + f + ": unreadable (" + errno_name(errno) + ")";
+  }
+  return folder + ": " + std::to_string(files.size()) + " files fnv " + hex64(h);
+}
+
+namespace {
+
 class RtcCompiler final : public RuntimeCompiler {
  public:
-  RtcCompiler(RtcApi api, RtcLibrary library, std::string path)
-      : api_(api), library_(std::move(library)), path_(std::move(path)) {
+  RtcCompiler(RtcApi api, RtcLibrary library, std::string path, std::vector<void*> handles)
+      : api_(api), library_(std::move(library)), path_(std::move(path)), handles_(std::move(handles)) {
     int major = 0, minor = 0;
     if (api_.version(&major, &minor) == 0) version_ = std::to_string(major) + "." + std::to_string(minor);
   }
   std::string name() const override { return library_.name; }
   std::string version() const override { return version_; }
   std::string library() const override { return path_; }
+  std::string identity() const override {
+    std::call_once(identity_once_, [this] {
+      for (void* h : handles_) identity_ += object_identity(h) + "\n";
+      for (const auto& f : library_.data_folders)
+        if (auto id = folder_identity(f); !id.empty()) identity_ += id + "\n";
+    });
+    return identity_;
+  }
   std::string arch_option(const std::string& arch) const override { return library_.arch_option + arch; }
 
   RtcOutput compile(const std::string& source, const std::string& file_name,
@@ -102,7 +218,10 @@ class RtcCompiler final : public RuntimeCompiler {
   RtcApi api_;
   RtcLibrary library_;
   std::string path_;
+  std::vector<void*> handles_;  // the compiler's library, then its companions (never closed)
   std::string version_ = "unknown";
+  mutable std::once_flag identity_once_;
+  mutable std::string identity_;
 };
 
 // The table's entry points from a loaded library, each named by the API's prefix and its name; false +
@@ -133,7 +252,14 @@ std::unique_ptr<RuntimeCompiler> load_rtc(const RtcLibrary& library, std::string
     dlclose(lib);
     return nullptr;
   }
-  return std::make_unique<RtcCompiler>(api, library, path);
+  std::vector<void*> handles = {lib};
+  std::string companion_path;
+  for (const auto& c : library.companions)
+    if (void* h = open_first({c}, library.folders, &companion_path, nullptr)) {
+      handles.push_back(h);
+      break;
+    }
+  return std::make_unique<RtcCompiler>(api, library, path, std::move(handles));
 }
 
 }  // namespace mori::symm::detail

@@ -40,7 +40,19 @@ struct RtcLibrary {
   std::string code;
   std::vector<std::string> files;    // the library's file names, newest first
   std::vector<std::string> folders;  // toolkit folders tried after the loader path ("" is skipped)
+  // Libraries the compiler does its work in (hiprtc: comgr, where LLVM is), loaded by the first name that
+  // loads; each is part of the identity (RuntimeCompiler::identity). None loading is no error.
+  std::vector<std::string> companions;
+  // Folders whose files' contents are part of the identity (hiprtc: the device libraries' bitcode); missing
+  // ones are skipped.
+  std::vector<std::string> data_folders;
 };
+
+// "PATH build-id HEX" (or "PATH fnv HEX" over the file where it has no build id) of a dlopen handle.
+std::string object_identity(void* handle);
+// "FOLDER: N files fnv HEX" over the names and contents of the regular files directly in a folder, sorted by
+// name; "" where it is no folder.
+std::string folder_identity(const std::string& folder);
 
 // Loads the library (open_first) and resolves every entry point of the table. Null + *why, naming the
 // library and the missing symbol, if one is missing.

@@ -67,11 +67,7 @@ hipMemAllocationHandleType to_hip(HandleType t) {
 hipMemAllocationProp make_prop(int device, HandleType t, bool uncached) {
   hipMemAllocationProp p{};
   p.type = hipMemAllocationTypePinned;
-#if defined(MORI_GPU_AMD) && defined(HIP_VERSION) && HIP_VERSION >= 60200000
-  if (uncached) p.type = hipMemAllocationTypeUncached;
-#else
-  (void)uncached;
-#endif
+  if (uncached) compat::uncached_type(&p.type);
   p.requestedHandleType = to_hip(t);
   p.location.type = hipMemLocationTypeDevice;
   p.location.id = device;

@@ -42,7 +42,9 @@ constexpr hipMemAllocationHandleType kFabricHandleType = static_cast<hipMemAlloc
 #endif
 constexpr std::size_t kFabricBlobBytes = 64;
 
-// hipMemImportFromShareableHandle takes the fd by value from ROCm 7.1 (as CUDA does), by pointer before.
+// hipMemImportFromShareableHandle takes the fd by value from ROCm 7.1 (as CUDA does), by pointer before. The
+// declaration is `void*` in both, so no feature check can tell them apart: this one difference needs the
+// version.
 inline hipError_t import_fd(hipMemGenericAllocationHandle_t* h, int fd) {
 #if defined(MORI_GPU_CUDA) || (defined(HIP_VERSION) && HIP_VERSION >= 70100000)
   return hipMemImportFromShareableHandle(h, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
@@ -120,16 +122,24 @@ inline int attribute_fabric(int dev) {
 }
 
 // The driver's claim that the device supports virtual memory management (hipMemCreate and friends): 1 or 0.
-// ROCm 5.2 (Debian 12) has no such attribute and no working VMM: 0 there (and before 5.3 generally).
+// ROCm 5.2 (Debian 12) has no such attribute and no working VMM: 0 there. A feature check on the enumerator.
+// (The HIP-on-CUDA mapping declares it as a constant, not as an enumerator.)
+#if defined(MORI_GPU_CUDA)
 inline hipError_t attribute_vmm(int* v, int dev) {
-#if defined(MORI_GPU_CUDA) || (defined(HIP_VERSION) && HIP_VERSION >= 50300000)
   return hipDeviceGetAttribute(v, hipDeviceAttributeVirtualMemoryManagementSupported, dev);
-#else
-  (void)dev;
-  *v = 0;
-  return hipSuccess;
-#endif
 }
+#else
+template <class A = hipDeviceAttribute_t>
+inline hipError_t attribute_vmm(int* v, int dev) {
+  if constexpr (requires { A::hipDeviceAttributeVirtualMemoryManagementSupported; }) {
+    return hipDeviceGetAttribute(v, A::hipDeviceAttributeVirtualMemoryManagementSupported, dev);
+  } else {
+    (void)dev;
+    *v = 0;
+    return hipSuccess;
+  }
+}
+#endif
 
 // "sm_90" on NVIDIA, "gfx942" on AMD.
 inline std::string arch(int dev) {
@@ -156,18 +166,38 @@ inline std::string runtime_version() {
 #endif
 }
 
-// Uncached (fine-grained) VMM memory: AMD has hipMemAllocationTypeUncached from ROCm 6.x; CUDA has none.
+// Uncached (fine-grained) VMM memory: hipMemAllocationTypeUncached, where the HIP headers declare it. A
+// feature check, not a version check: Debian's HIP 6.4.3 lacks the value that AMD's ROCm 6.2 has
+// (docs/amd.md); CUDA has none. The enumerator is looked up through a template parameter, so a header without
+// it is no error.
+template <class E = hipMemAllocationType>
+constexpr bool kHasUncachedType = requires {
+  E::hipMemAllocationTypeUncached;
+};
+
+// The uncached allocation type in *t; false (and *t untouched) where this HIP has none.
+template <class E = hipMemAllocationType>
+inline bool uncached_type(E* t) {
+  if constexpr (kHasUncachedType<E>) {
+    *t = E::hipMemAllocationTypeUncached;
+    return true;
+  } else {
+    (void)t;
+    return false;
+  }
+}
+
 inline bool uncached_supported(std::string* note) {
-#if defined(MORI_GPU_CUDA)
-  *note = "not on this platform (CUDA VMM has no uncached allocation type)";
-  return false;
-#elif defined(HIP_VERSION) && HIP_VERSION >= 60200000
-  *note = "hipMemAllocationTypeUncached";
-  return true;
-#else
-  *note = "not in this ROCm version (needs ROCm 6.2)";
-  return false;
-#endif
+  if constexpr (kIsCuda) {
+    *note = "not on this platform (CUDA VMM has no uncached allocation type)";
+    return false;
+  } else if constexpr (kHasUncachedType<>) {
+    *note = "hipMemAllocationTypeUncached";
+    return true;
+  } else {
+    *note = "not in this HIP (its headers have no hipMemAllocationTypeUncached; AMD's ROCm has it from 6.2)";
+    return false;
+  }
 }
 
 }  // namespace mori::symm::compat

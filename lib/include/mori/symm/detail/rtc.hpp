@@ -21,6 +21,11 @@ class RuntimeCompiler {
   virtual std::string name() const = 0;     // "nvrtc" | "hiprtc"
   virtual std::string version() const = 0;  // "13.0"
   virtual std::string library() const = 0;  // the path that was loaded
+  // What tells this toolchain from another of the same reported version (hiprtc says 9.0 in ROCm 5.7, 6.4 and
+  // 7.2 alike): the resolved path and build id (or content hash) of the compiler's library and of the
+  // libraries it compiles with (comgr), and a hash of the device libraries it links. Part of the JIT cache
+  // key (lib/README.md, JIT cache). Computed once, on first use.
+  virtual std::string identity() const = 0;
   // The arch option as this compiler wants it ("--gpu-architecture=sm_90", "--offload-arch=gfx942").
   virtual std::string arch_option(const std::string& arch) const = 0;
   // Throws ApiError with the compiler's error name and log.
