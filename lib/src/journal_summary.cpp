@@ -321,6 +321,10 @@ ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int,
   }
   if (worst == severity(TeardownOutcome::crash, false) && !unfinished.empty())
     s.detail = unfinished_detail(unfinished, ranks_state);
+  // A peer's bound expired while a rank was still inside a step (stopped there, its watchdog not yet fired):
+  // the step it stopped in is named too.
+  if (s.outcome == TeardownOutcome::hang && !unfinished.empty())
+    s.detail += "; " + unfinished_detail(unfinished, ranks_state);
   return s;
 }
 
