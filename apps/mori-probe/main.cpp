@@ -1,9 +1,11 @@
 // mori-probe: per-device capability report; the handle type is chosen by trying it.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "mori/symm/a2a.hpp"
@@ -85,20 +87,53 @@ int precompile(ToolEnv& env, const Options& o) {
   if (archs.empty() && env.rt->platform() != Platform::host) archs = env.rt->device_info(env.device).arch;
   if (archs.empty())
     throw UsageError("--jit-precompile: name the archs with --archs or MORI_GPU_ARCHS (e.g. sm_90)");
-  Json out = Json::array();
-  std::size_t pos = 0;
-  while (pos <= archs.size()) {
-    std::size_t end = archs.find(',', pos);
-    if (end == std::string::npos) end = archs.size();
-    const std::string arch = archs.substr(pos, end - pos);
+  // The whole list is checked before anything is compiled or created: a bad entry anywhere is exit 2 naming
+  // every bad entry, with no cache folder left behind (docs/mori-probe.md).
+  const std::string source = o.archs.empty() && archs != o.archs ? "MORI_GPU_ARCHS" : "--archs";
+  std::vector<std::string> list, bad;
+  for (std::size_t pos = 0; pos <= archs.size();) {
+    const std::size_t end = std::min(archs.find(',', pos), archs.size());
+    list.push_back(archs.substr(pos, end - pos));
     pos = end + 1;
-    if (arch.rfind("sm_", 0) != 0 && arch.rfind("gfx", 0) != 0)
-      throw UsageError("--archs: '" + arch + "' is not an arch like sm_90 or gfx942");
-    Jit jit(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string why = arch_name_problem(list[i]);
+    if (why.empty() && std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i), list[i]) !=
+                           list.begin() + static_cast<std::ptrdiff_t>(i))
+      why = "a repeat";
+    if (!why.empty()) bad.push_back("'" + list[i] + "' is " + why);
+  }
+  if (!bad.empty()) {
+    std::string names;
+    for (const auto& b : bad) names += (names.empty() ? "" : ", ") + b;
+    throw UsageError(source + ": " + names + " (in '" + archs + "'; nothing was compiled)");
+  }
+  // Every arch's cache folder before the first compile: a cache that cannot be used fails the run (exit 3,
+  // naming why), since compiling in memory would fill nothing.
+  std::vector<std::unique_ptr<Jit>> jits;
+  for (const auto& arch : list) {
+    jits.push_back(std::make_unique<Jit>(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd"));
+    if (jits.back()->cache_dir().empty())
+      throw ApiError("--jit-precompile " + arch, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE",
+                     jits.back()->memory_reason());
+  }
+  Json out = Json::array();
+  for (auto& jp : jits) {
+    Jit& jit = *jp;
+    const std::string& arch = jit.arch();
     Json instantiations = Json::object();
     for (const auto& spec : kernel_catalog(arch)) {
       jit.get(spec);
       instantiations[spec.file] = spec.instantiations.size();
+      // In the cache, or the run failed: a publish that failed or a folder that went away is a warning to a
+      // job, but here it means nothing was precompiled.
+      const auto& got = jit.stats().back();
+      std::error_code ec;
+      if (jit.cache_dir().empty() ||
+          !std::filesystem::exists(jit.cache_dir() + "/" + got.key + "/manifest", ec))
+        throw ApiError("--jit-precompile " + arch + " " + spec.file, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE",
+                       "the entry " + got.key + " is not in the cache" +
+                           (jit.memory_reason().empty() ? "" : ": " + jit.memory_reason()));
       if (env.is_root()) {
         const auto& st = jit.stats().back();
         std::printf("%-8s %-10s %-9s %8.1f ms  key %s  (%zu instantiations)\n", arch.c_str(),

@@ -268,7 +268,18 @@ void s_atexit(Ctx& c) {
   must(c.j.step("barrier", -1, [&] { w->barrier("atexit.ready"); }));
   j = &c.j;
   std::atexit([] {
-    auto step = [](const char* name, auto f) { j->step(name, -1, f); };
+    // No exception leaves an exit hook: a step's expired bound (journalled by the step) ends the rank with 4,
+    // anything else with its code.
+    auto step = [](const char* name, auto f) {
+      try {
+        j->step(name, -1, f);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mori-teardown-repro: error (%s): %s\n", rank_tag().c_str(), e.what());
+        std::fflush(stdout);
+        const auto* err = dynamic_cast<const Error*>(&e);
+        _exit(static_cast<int>(err ? err->code() : ExitCode::runtime));
+      }
+    };
     step("atexit.sync_device", [] { w->sync_device(); });
     for (int i = 0; i < w->team_size(); ++i) step("atexit.unmap_slot", [i] { w->unmap_slot(i); });
     for (int i = 0; i < w->team_size(); ++i) step("atexit.release_slot", [i] { w->release_slot(i); });
@@ -326,6 +337,8 @@ void run_scenario(ToolEnv& env, Journal& j, const Options& o, const Scenario& s,
   j.begin_scenario(s.name, boot.world());
   try {
     s.run(c);
+  } catch (const TimeoutError&) {
+    throw;  // a step's own bound expired: the rank ends now, naming it (run_in)
   } catch (const Error& e) {
     // The journal holds the failing step; resources still held are returned by the destructors.
     spdlog::info("scenario {}: {}", s.name, e.what());

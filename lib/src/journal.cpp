@@ -56,6 +56,7 @@ class SharedName {
   std::atomic<char> chars_[kCapacity] = {};
 };
 SharedName g_scenario;
+SharedName g_step;  // the step running now (the watchdog names it)
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -154,13 +155,24 @@ void Journal::on_step_expired(std::function<void(const std::string& what)> f) {
   on_expired_ = std::move(f);
 }
 
+double watchdog_bound_s(double step_bound_s) {
+  return step_bound_s + kWatchdogMarginS + 0.1 * step_bound_s;
+}
+
 void Journal::watchdog() {
+  // A backstop for a step with no bound of its own (a GPU call that never returns): it fires later than the
+  // step's own waits, so that a rank waiting for a stopped peer reports first, naming the step and the
+  // peer (docs/mori-teardown-repro.md, The journal).
+  const double bound = watchdog_bound_s(bound_s_);
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::int64_t started = step_started_ns_.load();
-    if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound_s_) {
-      line("H\t" + g_scenario.get() + "\tstep ran past " + std::to_string(bound_s_) + " s");
-      spdlog::error("teardown journal: a step ran past {} s; ending this rank with exit code 4", bound_s_);
+    if (started && static_cast<double>(now_ns() - started) * 1e-9 > bound) {
+      const std::string what = "step " + g_step.get() + " of scenario " + g_scenario.get() + " ran past " +
+                               format_seconds(bound) + " s on rank " + std::to_string(rank_) +
+                               " (--timeout-s " + format_seconds(bound_s_) + " plus the watchdog's margin)";
+      line("H\t" + g_scenario.get() + "\t" + what);
+      spdlog::error("teardown journal: {}; ending this rank with exit code 4", what);
       std::function<void(const std::string&)> report;
       {
         std::lock_guard<std::mutex> lock(expired_mu_);
@@ -168,7 +180,7 @@ void Journal::watchdog() {
       }
       if (report) {
         try {
-          report("a step ran past its bound of " + std::to_string(bound_s_) + " s");
+          report(what);
         } catch (const std::exception& e) {
           spdlog::error("teardown journal: the report after the expired bound: {}", e.what());
         }
@@ -193,9 +205,23 @@ StepStatus Journal::step(const std::string& name, int peer, const std::function<
   line("B\t" + scenario_ + "\t" + name + "\t" + std::to_string(peer));
   if (detail::fault_armed(("teardown." + name + ".crash").c_str(), rank_)) raise(SIGSEGV);
   const auto t0 = Clock::now();
+  g_step.set(name);
   step_started_ns_ = now_ns();
   detail::fault_point(("teardown." + name + ".hang").c_str(), rank_);  // test-only: never returns when armed
   StepStatus status;
+  std::string timed_out;  // the TimeoutError's words, when the step's own wait ran past its bound
+  auto end = [&] {
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.1f", us);
+    // The step's end in microseconds of the system clock: the summary names the failure that came first in
+    // time across ranks (docs/mori-teardown-repro.md, Journal).
+    const auto end_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    line("E\t" + scenario_ + "\t" + name + "\t" + std::to_string(peer) + "\t" + to_string(status) + "\t" +
+         buf + "\t" + std::to_string(end_us));
+  };
   {
     // The step is over however it ends (another exception passes through): the watchdog must not take a
     // usage or runtime error for a hang.
@@ -207,20 +233,24 @@ StepStatus Journal::step(const std::string& name, int peer, const std::function<
       f();
     } catch (const ApiError& e) {
       status = StepStatus::failed(e.api_error());
-    } catch (const TimeoutError&) {
+    } catch (const TimeoutError& e) {
       status = StepStatus::failed("TIMEOUT");
+      timed_out = e.what();
+    } catch (...) {
+      // Every begun step ends in the journal while the process lives: a B with no E means it died there.
+      status = StepStatus::failed("EXCEPTION");
+      end();
+      throw;
     }
   }
-  const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.1f", us);
-  // The step's end in microseconds of the system clock: the summary names the failure that came first in
-  // time across ranks (docs/mori-teardown-repro.md, Journal).
-  const auto end_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  line("E\t" + scenario_ + "\t" + name + "\t" + std::to_string(peer) + "\t" + to_string(status) + "\t" + buf +
-       "\t" + std::to_string(end_us));
+  end();
+  if (!timed_out.empty()) {
+    // The step's own bound expired: the rank ends now (exit 4), naming the step and what it waited for,
+    // before the watchdog of a stopped peer (later, by its margin) or a wait after the step does.
+    const std::string what = "step " + name + " of scenario " + scenario_ + ": " + timed_out;
+    bound_expired(what);
+    throw TimeoutError(what);
+  }
   return status;
 }
 

@@ -55,9 +55,12 @@ int severity(TeardownOutcome outcome, bool own_signal) {
 
 struct RankScenario {
   Json steps = Json::array();
+  int world = 0;          // as this rank's journal says (its O record)
   std::string open_step;  // begun, not ended
   int open_peer = -1;
-  int begun = 0;  // steps begun: how far the rank got
+  std::string timed_out_step;   // the last step that ended with TIMEOUT (its own bound expired)
+  bool hang_own_bound = false;  // the H record followed such a step
+  int begun = 0;                // steps begun: how far the rank got
   std::string signal, hang, hang_why, first_error, first_error_step, damaged;
   std::int64_t first_error_us = -1;  // when the first failed step ended (system clock); -1 = not journalled
   bool done = false;
@@ -92,6 +95,8 @@ std::string apply_record(RankScenario& rs, const std::vector<std::string>& f) {
   const std::string& kind = f[0];
   bool ok = true;
   if (kind == "B") {
+    // Steps run one after another: a step that begins while another is open is not what a journal holds.
+    if (!rs.open_step.empty()) return "step '" + f[2] + "' begins while step '" + rs.open_step + "' is open";
     ok = parse_num(f[3], rs.open_peer);
     rs.open_step = f[2];
     ++rs.begun;
@@ -101,6 +106,10 @@ std::string apply_record(RankScenario& rs, const std::vector<std::string>& f) {
     ok = parse_num(f[3], peer) && parse_double(f[5], us);
     const auto status = parse_step_status(f[4]);
     if (!status) return "unknown step status '" + f[4] + "'";
+    if (rs.open_step != f[2])
+      return "step '" + f[2] + "' ends but " +
+             (rs.open_step.empty() ? std::string("never began") : "step '" + rs.open_step + "' is open");
+    rs.timed_out_step = status->error() == "TIMEOUT" ? f[2] : "";
     Json st = {{"step", f[2]}, {"status", to_string(*status)}, {"us", us}};
     if (peer >= 0) st["peer"] = peer;
     rs.steps.push_back(st);
@@ -114,7 +123,10 @@ std::string apply_record(RankScenario& rs, const std::vector<std::string>& f) {
   } else if (kind == "S") {
     rs.signal = f[2];
   } else if (kind == "H") {
-    rs.hang = rs.open_step.empty() ? "?" : rs.open_step;
+    // In the step that is open (the watchdog's), or in the step whose own wait just expired (it ended
+    // TIMEOUT).
+    rs.hang_own_bound = rs.open_step.empty() && !rs.timed_out_step.empty();
+    rs.hang = !rs.open_step.empty() ? rs.open_step : rs.hang_own_bound ? rs.timed_out_step : "?";
     if (f.size() > 2) rs.hang_why = f[2];
   } else if (kind == "L") {
     std::int64_t v[4] = {};
@@ -186,6 +198,7 @@ struct JournalSet {
         if (!all.count(sc)) order.push_back(sc);
         world[sc] = w;
         all[sc][rank] = RankScenario{};
+        all[sc][rank].world = w;
         current = sc;
         continue;
       }
@@ -220,9 +233,12 @@ std::pair<TeardownOutcome, std::string> rank_outcome(int rank, const RankScenari
   if (!rs.hang.empty())
     return {O::hang, rs.hang == "?" && !rs.hang_why.empty()
                          ? "rank " + r + ": a bound expired between steps (" + rs.hang_why + ")"
+                     : rs.hang_own_bound
+                         ? "rank " + r + ": step " + rs.hang + " ran past its bound (" + rs.hang_why + ")"
                          : "rank " + r + " hung in step " + rs.hang +
                                (rs.hang_why.empty() ? "" : " (" + rs.hang_why + ")")};
-  if (!rs.done) {
+  // A step that began and never ended did not finish, whatever follows it (docs/mori-teardown-repro.md).
+  if (!rs.done || !rs.open_step.empty()) {
     unfinished.emplace_back(rs.begun, rank);
     return {O::crash,
             "rank " + r + " ended without finishing" +
@@ -252,6 +268,17 @@ std::string unfinished_detail(std::vector<std::pair<int, int>> unfinished,
 
 ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int, RankScenario>& ranks_state,
                                  const std::map<int, std::string>& write_errors) {
+  // A journal of a rank outside the job, or of a job of another size, is not this job's: reported as damaged
+  // (foreign), never counted as one of its ranks. The job's size is what its lowest rank's journal says.
+  if (!ranks_state.empty() && ranks_state.begin()->second.world > 0)
+    world = ranks_state.begin()->second.world;
+  for (auto& [rank, rs] : ranks_state)
+    if (rs.damaged.empty() && (rank >= world || rs.world != world))
+      rs.damaged = "rank-" + std::to_string(rank) + ".journal is foreign: " +
+                   (rank >= world ? "rank " + std::to_string(rank) + " is outside the job's ranks 0.." +
+                                        std::to_string(world - 1)
+                                  : "its scenario has world " + std::to_string(rs.world) + ", the job's " +
+                                        std::to_string(world));
   // A rank whose journal could not be written may have no record of this scenario at all.
   for (const auto& [rank, err] : write_errors)
     if (!ranks_state.count(rank)) ranks_state[rank] = RankScenario{};
@@ -294,6 +321,10 @@ ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int,
   }
   if (worst == severity(TeardownOutcome::crash, false) && !unfinished.empty())
     s.detail = unfinished_detail(unfinished, ranks_state);
+  // A peer's bound expired while a rank was still inside a step (stopped there, its watchdog not yet fired):
+  // the step it stopped in is named too.
+  if (s.outcome == TeardownOutcome::hang && !unfinished.empty())
+    s.detail += "; " + unfinished_detail(unfinished, ranks_state);
   return s;
 }
 

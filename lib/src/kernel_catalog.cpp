@@ -18,6 +18,29 @@ int sm_number(const std::string& arch) {
 }
 }  // namespace
 
+std::string arch_name_problem(const std::string& arch) {
+  if (arch.empty()) return "an empty entry";
+  if (arch.rfind("sm_", 0) == 0) {
+    // sm_<number>[a|f], the number 50 or more (what NVRTC has compiled for since CUDA 12).
+    const std::size_t end = arch.find_first_not_of("0123456789", 3);
+    const std::string suffix = end == std::string::npos ? "" : arch.substr(end);
+    const int n = sm_number(arch);
+    if (n < 0 || (suffix != "" && suffix != "a" && suffix != "f") || arch[3] == '0')
+      return "not an NVIDIA arch like sm_90 or sm_90a";
+    if (n < 50) return "below sm_50, the oldest arch NVRTC compiles for";
+    return {};
+  }
+  if (arch.rfind("gfx", 0) == 0) {
+    // gfx<major><minor><stepping>: gfx90a, gfx942, gfx1100.
+    const std::string id = arch.substr(3);
+    if (id.size() < 3 || id.size() > 4 || id[0] < '1' || id[0] > '9' ||
+        id.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return "not an AMD arch like gfx942 or gfx90a";
+    return {};
+  }
+  return "not an arch like sm_90 or gfx942";
+}
+
 bool arch_has_bulk_copy(const std::string& arch) {
   return sm_number(arch) >= 90;
 }

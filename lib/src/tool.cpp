@@ -67,7 +67,10 @@ void add_common(CLI::App& app, CommonOptions& o) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--json", o.json, "Write the JSON report to PATH ('-' = stdout)");
   app.add_option("--backend", o.backend, "Runtime: auto | gpu | host")->capture_default_str();
-  app.add_option("--device", o.device, "Device index (default: node-local rank modulo device count)");
+  // Only a --device given on the command line sets it: no value the user can type means "unset".
+  app.add_option_function<int>(
+      "--device", [&o](const int& d) { o.device = d; },
+      "Device index (default: node-local rank modulo device count)");
   app.add_option("--timeout-s", o.timeout_s, "Bound on every wait, in seconds")->capture_default_str();
   app.add_option("--log-level", o.log_level,
                  "trace|debug|info|warn|error|off (default $MORI_LOG_LEVEL or info)");
@@ -76,10 +79,32 @@ void add_common(CLI::App& app, CommonOptions& o) {
                  "are different load/store teams");
 }
 
+// One rule for every option of every tool that takes a value (docs/reliability.md, "Bad input"): an empty
+// value is a usage error, never "not given" (a `--json "$OUT"` with OUT unset must not pass with no report);
+// and a count is decimal digits, as a size is (no hex, no leading space or sign but '-').
+void check_values(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
+    if (opt->get_type_size() == 0) continue;  // a flag
+    const std::string type = opt->get_type_name();
+    const bool count = type == "INT" || type == "UINT";
+    opt->check(
+        [count](const std::string& v) -> std::string {
+          if (v.empty()) return "an empty value (give one, or leave the option out)";
+          if (count) {
+            const std::size_t digits = v[0] == '-' ? 1 : 0;
+            if (v.size() == digits || v.find_first_not_of("0123456789", digits) != std::string::npos)
+              return "'" + v + "' is not a whole number in decimal digits";
+          }
+          return {};
+        },
+        "");
+  }
+}
+
 void validate_common(CommonOptions& o) {
   if (!(o.timeout_s > 0) || !std::isfinite(o.timeout_s) || o.timeout_s > 86400)
     throw UsageError("--timeout-s: must be in (0, 86400] seconds");
-  if (o.device < -1 || o.device > 1023) throw UsageError("--device: must be in 0..1023");
+  if (o.device && (*o.device < 0 || *o.device > 1023)) throw UsageError("--device: must be in 0..1023");
   parse_backend(o.backend);
   check_output_path("--json", o.json);
   if (o.node_id.empty()) {
@@ -257,6 +282,7 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
                                           ")");
     add_common(app, env.common);
     if (spec.declare) spec.declare(app);
+    check_values(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -300,7 +326,7 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
         env.gpu_unavailable = env.runtime_notice;
       }
       const int n = env.rt->device_count();
-      env.device = env.common.device >= 0 ? env.common.device : env.boot->host_local_rank() % n;
+      env.device = env.common.device.value_or(env.boot->host_local_rank() % n);
       if (env.device >= n)
         throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
                          std::to_string(n) + " device(s))");

@@ -13,8 +13,12 @@ std::size_t parse_size(const std::string& option, const std::string& text) {
     throw UsageError(option + ": '" + text + "' is not a size" + accepted);
   std::size_t pos = 0;
   unsigned long long v = 0;
+  const std::string too_large = option + ": '" + text + "' is too large (the limit is 2^64 - 1 bytes, " +
+                                std::to_string(std::numeric_limits<unsigned long long>::max()) + ")";
   try {
     v = std::stoull(text, &pos);
+  } catch (const std::out_of_range&) {
+    throw SizeTooLarge(too_large);
   } catch (const std::exception&) {
     throw UsageError(option + ": '" + text + "' is not a size" + accepted);
   }
@@ -30,8 +34,7 @@ std::size_t parse_size(const std::string& option, const std::string& text) {
     shift = 30;
   else
     throw UsageError(option + ": '" + text + "' has an unknown unit" + accepted);
-  if (v > (std::numeric_limits<unsigned long long>::max() >> shift))
-    throw UsageError(option + ": '" + text + "' overflows");
+  if (v > (std::numeric_limits<unsigned long long>::max() >> shift)) throw SizeTooLarge(too_large);
   return static_cast<std::size_t>(v << shift);
 }
 

@@ -74,6 +74,10 @@ class Jit {
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
   const std::string& arch() const noexcept { return arch_; }
+  // <root>/<arch>_<platform> where entries are published; "" when this Jit compiles in memory, and then
+  // memory_reason() says why (the cache folder is missing, refused or unwritable).
+  const std::string& cache_dir() const noexcept { return root_; }
+  const std::string& memory_reason() const noexcept { return memory_reason_; }
   Json stats_json() const;
   // MORI_PRECOMPILE=1: the caller should build every kernel of the catalog up front.
   static bool precompile_requested();
@@ -110,6 +114,10 @@ struct KernelLeftOut {
   std::string needs;  // the feature, in words
 };
 std::vector<KernelLeftOut> kernels_left_out(const std::string& arch);
+// Why `arch` is not an arch name the JIT can compile for ("" when it is one): sm_<number>[a|f] from sm_50, or
+// gfx<id> of 3 or 4 hex digits (gfx90a, gfx942, gfx1100). A check of the name only, made before anything is
+// compiled or created (mori-probe --jit-precompile checks its whole list first; docs/mori-probe.md).
+std::string arch_name_problem(const std::string& arch);
 // NVIDIA sm_90 and newer ("sm_90", "sm_90a", "sm_100"): the kernels may use the bulk copies of the Tensor
 // Memory Accelerator (kernels/prelude.hip sets MORI_BULK_COPY for them). False for AMD and "host".
 bool arch_has_bulk_copy(const std::string& arch);

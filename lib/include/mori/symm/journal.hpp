@@ -3,8 +3,10 @@
 //
 // Each step writes a "begin" line before it runs and an "end" line after, with write(2) on an O_APPEND fd, so
 // the last line of a journal says where the process died. A SIGSEGV/SIGBUS/SIGABRT handler appends the signal
-// with async-signal-safe writes and re-raises it; a watchdog thread turns a step that runs past its bound
-// into a "hang" line and ends the process with exit code 4.
+// with async-signal-safe writes and re-raises it. A step whose own wait runs past its bound (a TimeoutError)
+// is journalled (E ... TIMEOUT, then H naming the step) and the TimeoutError rethrown; a watchdog thread, a
+// backstop for a step with no bound of its own, turns a step that runs past watchdog_bound_s(bound) into a
+// "hang" line naming the step and ends the process with exit code 4.
 //
 // Line format (tab separated):
 //   O scenario world            a scenario starts       D scenario               it ended
@@ -30,6 +32,11 @@
 
 namespace mori::symm {
 
+// The watchdog's margin over the step bound: it fires at bound + kWatchdogMarginS + 10% of the bound, after
+// any wait of the step bounded by the same --timeout-s has reported (and a peer's has ended the job).
+inline constexpr double kWatchdogMarginS = 5.0;
+double watchdog_bound_s(double step_bound_s);
+
 class Journal {
  public:
   // Opens DIR/rank-<rank>.journal (appending), installs the signal handlers and starts the watchdog.
@@ -40,8 +47,8 @@ class Journal {
 
   void begin_scenario(const std::string& scenario, int world);
   void end_scenario();
-  // Runs f as one step. Returns its status (an ApiError's name, TIMEOUT for a TimeoutError); any other
-  // exception is rethrown.
+  // Runs f as one step. Returns its status (an ApiError's name). A TimeoutError is journalled (status
+  // TIMEOUT, and an H line) and rethrown as a TimeoutError naming the step; any other exception is rethrown.
   StepStatus step(const std::string& name, int peer, const std::function<void()>& f);
   void leak(std::int64_t fds, std::int64_t handles, std::int64_t mappings, std::int64_t device_bytes);
   // A wait outside any step ran past its bound (a TimeoutError): an "H" line naming it, so that the summary

@@ -23,7 +23,7 @@ namespace mori::symm {
 struct CommonOptions {
   std::string json;  // "" = none, "-" = stdout
   std::string backend = "auto";
-  int device = -1;  // -1 = node-local rank modulo the device count
+  std::optional<int> device;  // unset: the node-local rank modulo the device count
   double timeout_s = 60;
   std::string log_level;
   std::string node_id;  // simulated node (env MORI_NODE_ID)

@@ -15,7 +15,9 @@
 namespace mori::symm::detail {
 
 // Throws UsageError naming the point and listing the known ones when MORI_FAULT names an unknown point or is
-// malformed. No-op when fault injection is compiled out.
+// malformed (an empty item, no or two ':', a rank that is not a number or '*', a teardown.<step> point whose
+// step mori-teardown-repro never journals). The variable is read and parsed once per process; a malformed one
+// arms nothing. No-op when fault injection is compiled out.
 void validate_fault_spec();
 bool fault_point_known(const std::string& point);
 std::string known_fault_points();
@@ -38,6 +40,6 @@ struct FaultItem {
 std::vector<FaultItem> fault_items();
 // At exit: a warning for every item armed for this rank (or for a rank outside the job, on rank 0) that never
 // fired, so that a fault test cannot pass by injecting nothing.
-void warn_unfired_faults(int rank, int world);
+void warn_unfired_faults(int rank, int world) noexcept;
 
 }  // namespace mori::symm::detail
