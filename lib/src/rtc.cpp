@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include "mori/symm/detail/rtc.hpp"
 #include "mori/symm/detail/text.hpp"
 #include "mori/symm/error.hpp"
+#include "mori/symm/files.hpp"
 #include "rtc_impl.hpp"
 
 namespace mori::symm::detail {
@@ -55,16 +55,15 @@ std::string hex64(std::uint64_t h) {
   return b;
 }
 
-// FNV-1a over a file's bytes into *h; false where it cannot be read.
+// FNV-1a over a file's bytes into *h; false where it cannot be read (read through files.hpp, bounded).
 bool hash_file(const std::string& path, std::uint64_t* h) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::vector<char> buf(1 << 20);
-  while (f) {
-    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    *h = fnv1a(*h, buf.data(), static_cast<std::size_t>(f.gcount()));
+  try {
+    const std::string bytes = read_file(path, kCompilerLibrary);
+    *h = fnv1a(*h, bytes.data(), bytes.size());
+    return true;
+  } catch (const std::exception&) {
+    return false;
   }
-  return f.eof();
 }
 
 // The GNU build id of the loaded object whose load address is `base`, from its PT_NOTE segments in memory.

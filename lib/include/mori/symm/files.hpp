@@ -28,6 +28,7 @@ inline constexpr FileKind kTeardownJournal{"teardown journal",
                                            64ull << 20};                   // mori-teardown-repro --summarize
 inline constexpr FileKind kSystemFile{"system file", 1ull << 20};          // /proc and /sys
 inline constexpr FileKind kExpectations{"expectations file", 1ull << 20};  // mori-probe --health --expect
+inline constexpr FileKind kCompilerLibrary{"compiler library", 1ull << 30};  // nvrtc/hiprtc/comgr, hashed
 
 // A file that could not be read or written, naming the file, what it is and why. Exit 2 where the file is not
 // what it must be (not a regular file, too large): the user's input is wrong. Exit 3 where a call failed.
