@@ -267,6 +267,7 @@ void Bootstrap::allgather(const std::string& step, const void* mine, void* all, 
   std::vector<std::uint8_t> have(static_cast<std::size_t>(world_) * bytes);
   std::memcpy(have.data(), mine, bytes);
   const double bound = bound_s();
+  const auto t0 = Clock::now();
   const auto deadline = detail::deadline_after(bound);
   for (int dist = 1; dist < world_; dist *= 2) {
     const int blocks = std::min(dist, world_ - dist);
@@ -301,6 +302,9 @@ void Bootstrap::allgather(const std::string& step, const void* mine, void* all, 
                                               " (every rank answered: not every rank reached this step)"
                                         : "ranks not arrived: " + join_ranks(missing)));
   }
+  // scripts/faults reads this line to tell where a signal landed (docs/reliability.md, "GPU fault suite").
+  spdlog::trace("bootstrap: step '{}' done in {:.3f} ms", step,
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   // Block i came from rank (rank + i) mod world.
   for (int i = 0; i < world_; ++i)
     std::memcpy(out + static_cast<std::size_t>((rank_ + i) % world_) * bytes,
