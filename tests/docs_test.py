@@ -207,6 +207,8 @@ def check_help_and_options(bin_dir, update):
         for chunk in spans + code:
             for m in inv.finditer(chunk):
                 tool, rest = m.group(1), m.group(2)
+                if rest.startswith(":"):  # a tool's own message ("mori-probe: error ..."), not an invocation
+                    continue
                 for o in OPT.findall(rest):
                     if o not in opts[tool]:
                         fail(f"{rel}: `{tool}{rest.rstrip()}` uses {o}, which `{tool} --help` does not list")

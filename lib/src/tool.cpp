@@ -20,6 +20,7 @@
 #include "mori/symm/fds.hpp"
 #include "mori/symm/files.hpp"
 #include "mori/symm/jit.hpp"
+#include "mori/symm/launcher.hpp"
 #include "mori/symm/log.hpp"
 #include "mori/symm/report.hpp"
 #include "mori/symm/setup_cost.hpp"
@@ -314,6 +315,12 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
     set_jit_wait_bound(env.common.timeout_s);
     set_file_bound(env.common.timeout_s);
 
+    // Before any traffic: a launch whose processes did not join one MPI job is refused on every process.
+    {
+      int mpi_world = 0;
+      MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
+      check_launcher_world(mpi_world);
+    }
     env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
     {
       SetupStep timed(Setup::options_check);

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""A launch whose processes did not join one MPI job is refused (docs/setup.md, "Launching").
+
+usage: launcher_test.py BIN_DIR {variables|mpich} -- MPIRUN...
+
+MPICH's mpiexec (Hydra) starting the tools of this build (Open MPI) makes every process a job of one: each must
+exit 2 with one line naming the launcher's count and its variable, the world MPI made, the MPI the tools were
+built with and the fix, and leave nothing behind (no --json, no socket, no shm object). The same from the
+variables each launcher sets (OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_STEP_NUM_TASKS), set by hand on a process
+started alone; a value that is not a count is exit 2; a launcher whose count is the world passes, and the
+innermost launcher's variable wins over an outer one's. Part "variables" is the latter; part "mpich" the former,
+skipped with its reason without mpiexec.mpich (a failure under CI=true: scripts/deps installs it).
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import harness
+from harness import check, finish, skip
+
+if "--" not in sys.argv or sys.argv.index("--") != 3 or sys.argv[2] not in ("variables", "mpich"):
+    sys.exit("usage: launcher_test.py BIN_DIR {variables|mpich} -- MPIRUN...")
+cut = sys.argv.index("--")
+BIN = os.path.abspath(sys.argv[1])
+PART = sys.argv[2]
+MPIRUN = sys.argv[cut + 1:]
+TMP = tempfile.mkdtemp(prefix="mori-launcher-")
+TOOLS = {"mori-probe": [], "mori-a2a": ["--chunk-kib", "4", "--iters", "2", "--warmup", "1"],
+         "mori-teardown-repro": ["--scenario", "all"]}
+LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def clean_env(**extra):
+    """This environment without any launcher's variables (CTest may itself run under a launcher), plus extra."""
+    e = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    e.update(extra)
+    return e
+
+
+def run(cmd, env, name, timeout=60):
+    out_json = os.path.join(TMP, name + ".json")
+    try:
+        rc, out, _ = harness.job([*cmd, "--backend", "host", "--timeout-s", "10", "--json", out_json],
+                                 env=env, timeout=timeout, cwd=TMP)
+    except Exception as e:  # a launch that hangs is a failure of this test, not of the harness
+        return -1, f"{type(e).__name__}: {e}", out_json
+    return rc, out, out_json
+
+
+def error_lines(out, tool):
+    return [x for x in out.splitlines() if x.startswith(f"{tool}: error")]
+
+
+def refused(what, rc, out, out_json, tool, count, variable, world=1, processes=1):
+    lines = error_lines(out, tool)
+    want = [f"the launcher started {count} processes ({variable}={count}", f"MPI made a job of {world}",
+            "Open MPI", "docs/setup.md"]
+    check(f"{what}: exit 2, one error line per process ({len(lines)} of {processes}) naming {variable}={count}, "
+          f"world {world}, the MPI built with and the fix",
+          rc == 2 and len(lines) == processes and all(all(w in x for w in want) for x in lines), out)
+    check(f"{what}: no --json written", not os.path.exists(out_json), out)
+
+
+if PART == "variables":
+    base = harness.leftovers(TMP)
+    # By hand: one process, started alone, with a launcher's variable saying more.
+    for variable in LAUNCHER_VARS:
+        for tool, args in TOOLS.items():
+            rc, out, js = run([os.path.join(BIN, tool), *args], clean_env(**{variable: "3"}), f"{tool}-{variable}")
+            refused(f"{tool} alone with {variable}=3", rc, out, js, tool, 3, variable)
+
+    for i, bad in enumerate(("abc", "0", "-4", "4x", "99999999999", "", "\u00e9", " 4")):
+        rc, out, js = run([os.path.join(BIN, "mori-probe")], clean_env(PMI_SIZE=bad), f"bad-{i}")
+        lines = error_lines(out, "mori-probe")
+        check(f"PMI_SIZE={bad!r}: exit 2, one line saying it is not a task count",
+              rc == 2 and len(lines) == 1 and "PMI_SIZE is" in lines[0] and "not a task count" in lines[0]
+              and not os.path.exists(js), out)
+
+    rc, out, js = run([os.path.join(BIN, "mori-probe")], clean_env(SLURM_STEP_NUM_TASKS="1"), "slurm-one")
+    check("a launcher saying 1 task for a job of 1 passes (exit 0, a report)", rc == 0 and os.path.exists(js), out)
+
+    # Under mpirun, mpirun's OMPI_COMM_WORLD_SIZE (the innermost launcher) wins over an outer launcher's variables.
+    e = clean_env(PMI_SIZE="5", SLURM_STEP_NUM_TASKS="7")
+    rc, out, js = run([*MPIRUN, "-n", "2", "-x", "PMI_SIZE", "-x", "SLURM_STEP_NUM_TASKS",
+                       os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], e, "inner-wins", timeout=120)
+    doc = harness.load_json(js) or {}
+    check("mpirun -n 2 under outer PMI_SIZE=5, SLURM_STEP_NUM_TASKS=7: runs (exit 0, world 2, wrong 0)",
+          rc == 0 and (doc.get("meta") or {}).get("world") == 2 and doc.get("wrong") == 0, out)
+
+    after = harness.leftovers(TMP)
+    check("nothing left behind by the refused jobs (sockets, shm objects, processes)",
+          after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))
+
+# The real thing: MPICH's launcher starting this build's processes.
+hydra = shutil.which("mpiexec.mpich") or shutil.which("mpiexec.hydra")
+if PART == "mpich" and hydra is None:
+    why = "mpiexec.mpich not found (Debian/Ubuntu: apt-get install mpich; scripts/deps installs it)"
+    if os.environ.get("CI") != "true":
+        skip(why)
+    check(f"MPICH's launcher present under CI=true: {why}", False)
+elif PART == "mpich":
+    base = harness.leftovers(TMP)
+    for tool, args in TOOLS.items():
+        rc, out, js = run([hydra, "-n", "3", os.path.join(BIN, tool), *args], clean_env(), f"hydra-{tool}",
+                          timeout=120)
+        refused(f"{os.path.basename(hydra)} -n 3 {tool}", rc, out, js, tool, 3, "PMI_SIZE", processes=3)
+    after = harness.leftovers(TMP)
+    check("nothing left behind under mpiexec.mpich (sockets, shm objects, processes)",
+          after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))
+shutil.rmtree(TMP, ignore_errors=True)
+finish()
