@@ -9,11 +9,14 @@ folder, on free ports; nothing under /etc, no service manager. Then:
   - each tool (mori-probe, mori-a2a, mori-teardown-repro --scenario all) under `srun --mpi=pmix -n 4` and under
     `salloc -n 4 mpirun ...`: exit 0, world 4, one node, the all-to-all verified (wrong 0), each teardown scenario
     its expected outcome;
-  - `srun --mpi=none -n 2`: every rank a job of its own, refused by the launcher check (exit 2 on each rank);
+  - `srun --mpi=none` and `--mpi=pmi2` (-n 2), plugins Open MPI cannot speak: never a job of one per rank (Open
+    MPI ends each rank in MPI_Init); with SLURM_NODELIST unset on the ranks (Open MPI then makes each a job of one)
+    the tools' launcher check refuses every rank (exit 2);
   - one rank of a mori-a2a job killed (SIGKILL), under srun and under salloc + mpirun: the job ends within
     --timeout-s + a margin, non-zero.
-Prints the launchers' exit codes and each job's time. Skipped (77, the reason on the first line) where Slurm or munge is not
-installed or the cluster does not come up; under CI=true that is a failure instead (scripts/deps installs them).
+Prints the launchers' exit codes and each job's time. Skipped (77, the reason on the first line) where Slurm or
+munge is not installed, not as root, or the cluster does not come up; under CI=true that is a failure instead
+(scripts/deps installs them).
 """
 import atexit
 import os
@@ -29,7 +32,16 @@ import threading
 import time
 
 import harness
-from harness import check, finish, load_json, skip
+from harness import finish, load_json, skip
+
+_failed = []
+
+
+def check(name, ok, out=""):
+    """harness.check, remembering a failure: the daemons' logs are printed before they go."""
+    harness.check(name, ok, out)
+    if not ok:
+        _failed.append(name)
 
 if len(sys.argv) < 4 or sys.argv[2] != "--":
     sys.exit("usage: slurm_test.py BIN_DIR -- MPIRUN...")
@@ -120,16 +132,17 @@ atexit.register(stop_cluster)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # CTest's timeout: atexit still runs
 signal.signal(signal.SIGINT, lambda *_: sys.exit(1))
 
-# A SIGKILL of this process skips atexit: a watchdog in a session of its own kills the daemons then.
+# A SIGKILL of this process skips atexit: a watchdog in a session of its own then kills the daemons and the jobs'
+# processes (srun, salloc, ranks), and removes the folder.
 WATCHDOG = r"""
 import os, signal, sys, time, shutil
-parent, needle, tmp = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3]
+parent, tmp, needles = int(sys.argv[1]), sys.argv[2], {a.encode() for a in sys.argv[3:]}
 def tagged():
     pids = set()
     for d in os.listdir("/proc"):
         if d.isdigit() and int(d) != os.getpid():
             try:
-                if needle in open(f"/proc/{d}/environ", "rb").read().split(b"\0"):
+                if needles & set(open(f"/proc/{d}/environ", "rb").read().split(b"\0")):
                     pids.add(int(d))
             except OSError:
                 pass
@@ -147,7 +160,8 @@ shutil.rmtree(tmp, ignore_errors=True)
 """
 # The watchdog must not carry the tag it kills by.
 _wd_env = {k: v for k, v in os.environ.items() if k not in (DAEMON_TAG_VARIABLE, harness.TAG_VARIABLE)}
-subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), f"{DAEMON_TAG_VARIABLE}={DAEMON_TAG}", TMP],
+subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), TMP, f"{DAEMON_TAG_VARIABLE}={DAEMON_TAG}",
+                  f"{harness.TAG_VARIABLE}={harness.TAG}"],
                  env=_wd_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                  start_new_session=True)
 
@@ -170,13 +184,15 @@ def path(*p):
     return os.path.join(TMP, *p)
 
 
-for d in ("munge", "ctld", "slurmd", "log"):
+for d in ("munge", "ctld", "slurmd", "log", "tmpfs"):
     os.makedirs(path(d), mode=0o700)
 CONF = path("slurm.conf")
 MUNGE_SOCKET = path("munge", "munge.socket")
 CTLD_PORT, SLURMD_PORT = free_ports(2)
 # One node of 8 CPUs whatever the machine has (config_overrides: slurmd does not invalidate it), so 4 tasks fit on
-# 2 cores; no cgroups (a container has none to delegate): linuxproc tracks the processes, no task binding.
+# 2 cores; no cgroups (a container has none to delegate): linuxproc tracks the processes, no task binding. TmpFS
+# holds the PMIx plugin's per-step folders (else /tmp/spmix_appdir_<uid>_<job>.<step>, which a step killed before
+# its end leaves behind, and a later cluster's job of the same id, ids starting at 1 again, then fails to launch).
 with open(CONF, "w") as f:
     f.write(f"""ClusterName=moritest
 SlurmctldHost={HOST}(127.0.0.1)
@@ -189,6 +205,7 @@ CredType=cred/munge
 AuthInfo=socket={MUNGE_SOCKET}
 StateSaveLocation={path("ctld")}
 SlurmdSpoolDir={path("slurmd")}
+TmpFS={path("tmpfs")}
 SlurmctldPidFile={path("slurmctld.pid")}
 SlurmdPidFile={path("slurmd.pid")}
 SlurmctldLogFile={path("log", "slurmctld.log")}
@@ -456,6 +473,8 @@ kill_one(f"salloc -n {N} mpirun", [*SALLOC, *MPIRUN_IN_ALLOC], "OMPI_COMM_WORLD_
 after = harness.leftovers()
 left = [sorted(x - y) for x, y in zip(after, base)]
 check("nothing left behind by the jobs (processes, sockets, shm)", not any(left), str(left))
+if _failed:
+    print(f"the daemons' logs (the last lines of each):\n{logs()}")
 stop_cluster()
 check("the cluster's daemons are gone (munged, slurmctld, slurmd, slurmstepd)", not daemon_pids(),
       str(sorted(daemon_pids())))
