@@ -122,6 +122,43 @@ def start_job(cmd, env=None, cwd=None):
     return subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
 
 
+# ---- The launcher (docs/setup.md, "Launching") --------------------------------------------------------------------
+# tests/CMakeLists.txt passes the launcher line of the MPI found and names that MPI in MORI_TEST_MPI (OpenMPI or
+# MPICH); a script run by hand without it asks the launcher.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")  # innermost launcher first
+
+
+def mpi_vendor(mpirun):
+    """"OpenMPI" or "MPICH": the MPI of the build the tests run (and so of the launcher mpirun[0])."""
+    vendor = os.environ.get("MORI_TEST_MPI")
+    if vendor in ("OpenMPI", "MPICH"):
+        return vendor
+    try:
+        text = subprocess.run([mpirun[0], "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    return "MPICH" if "HYDRA" in text or "MPICH" in text else "OpenMPI"
+
+
+def with_env(assignments, cmd):
+    """cmd (a program and its arguments under a launcher) run with VAR=value assignments, for any launcher: the
+    launcher starts `env VAR=value ... cmd` (instead of Open MPI's -x or Hydra's -env)."""
+    return ["env", *assignments, *cmd] if assignments else list(cmd)
+
+
+def rank_of(environ):
+    """The rank a launcher gave a process, from its environment ({name: value}, str or bytes keys), or None."""
+    for name in RANK_VARIABLES:
+        for key in (name, name.encode()):
+            if key in environ:
+                try:
+                    return int(environ[key])
+                except ValueError:
+                    return None
+    return None
+
+
 def tool_job(mpirun, n, tool, args, env=None, timeout_s=20):
     """n ranks of a tool on the host runtime with --timeout-s; returns (exit code, output)."""
     rc, out, _ = job([*mpirun, "-n", str(n), tool, "--backend", "host", "--timeout-s", str(timeout_s), *args], env)

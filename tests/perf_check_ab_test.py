@@ -82,14 +82,15 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         not_run(name, NO_GIT)
 
-    # A current side whose reports say it is twice as slow must fail the gate.
+    # A current side whose reports say it is twice as slow must fail the gate. The wrapper keeps its descriptors
+    # open for the tool: MPICH's launcher hands each rank its PMI connection as an inherited fd (PMI_FD).
     slow_bin = os.path.join(tmp, "slow-bin")
     os.makedirs(slow_bin)
     wrapper = os.path.join(slow_bin, "mori-a2a")
     with open(wrapper, "w") as f:
         f.write(f"""#!{sys.executable}
 import json, subprocess, sys
-rc = subprocess.run([{os.path.join(BIN, 'mori-a2a')!r}, *sys.argv[1:]]).returncode
+rc = subprocess.run([{os.path.join(BIN, 'mori-a2a')!r}, *sys.argv[1:]], close_fds=False).returncode
 path = sys.argv[sys.argv.index("--json") + 1]
 try:
     d = json.load(open(path))
