@@ -110,9 +110,22 @@ std::string apply_record(RankScenario& rs, const std::vector<std::string>& f) {
       return "step '" + f[2] + "' ends but " +
              (rs.open_step.empty() ? std::string("never began") : "step '" + rs.open_step + "' is open");
     rs.timed_out_step = status->error() == "TIMEOUT" ? f[2] : "";
-    Json st = {{"step", f[2]}, {"status", to_string(*status)}, {"us", us}};
-    if (peer >= 0) st["peer"] = peer;
-    rs.steps.push_back(st);
+    // A step run once per peer that succeeded joins the entry of its run of peers (peers, us the sum,
+    // max_us): a rank's report grows with its steps, not with the world (docs/mori-teardown-repro.md,
+    // "JSON"). A step that failed keeps its own entry, naming its peer.
+    Json* run = rs.steps.empty() ? nullptr : &rs.steps.back();
+    if (peer >= 0 && status->ok() && run && run->contains("peers") && (*run)["step"] == f[2]) {
+      (*run)["peers"] = (*run)["peers"].get<int>() + 1;
+      (*run)["us"] = (*run)["us"].get<double>() + us;
+      (*run)["max_us"] = std::max((*run)["max_us"].get<double>(), us);
+    } else if (peer >= 0 && status->ok()) {
+      rs.steps.push_back(
+          {{"step", f[2]}, {"status", to_string(*status)}, {"us", us}, {"peers", 1}, {"max_us", us}});
+    } else {
+      Json st = {{"step", f[2]}, {"status", to_string(*status)}, {"us", us}};
+      if (peer >= 0) st["peer"] = peer;
+      rs.steps.push_back(st);
+    }
     rs.open_step.clear();
     if (!status->ok() && rs.first_error.empty()) {
       rs.first_error = status->error();
