@@ -6,7 +6,7 @@ ERROR_RE = re.compile(r"^(mori-[\w-]+): error \(rank (\d+)\): (.*)$", re.M)
 NAMED_RE = re.compile(r"(?:ranks not arrived: |no fd arrived from ranks |waiting on rank |sending to rank )([\d,]+)")
 TIMEOUT_RE = re.compile(r"timed out|waited more than")  # bootstrap/FdChannel steps; the device barrier's bound
 ANNOUNCE_RE = re.compile(r"^MORI_FAULT: rank (\d+) entering the timed loop (\S+)$")  # lib/src/a2a/a2a.cpp
-# lib/src/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.
+# lib/src/comm/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.
 STEP_RE = re.compile(r"\brank (\d+) pid \d+\] \[trace\] bootstrap: step '([^']+)' done")
 MPIRUN_RANK_RE = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
 MPIRUN_EXIT_RE = re.compile(r"Process name:\s+\[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+)")
