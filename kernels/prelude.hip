@@ -175,8 +175,26 @@ __device__ __forceinline__ void mori_bulk_wait_all() {
 // 64 on CDNA (gfx9), 32 on RDNA. No kernel uses it (docs/amd.md "The 64-lane wavefront"; scripts/amd-wave-check):
 // warpSize is not a compile-time constant in newer ROCm, so it must not size an array or a template argument.
 #define MORI_WAVE_SIZE warpSize
-#define MORI_WALLCLOCK_HZ 100000000ull  // gfx90a, gfx942: 100 MHz (docs/amd.md: others may differ)
+// The rate of wall_clock64(): the JIT passes the device's (hipDeviceAttributeWallClockRate) where it is
+// known and not 100 MHz, the rate documented for gfx90a and gfx942 (docs/amd.md, `%globaltimer`).
+#ifndef MORI_WALLCLOCK_HZ
+#define MORI_WALLCLOCK_HZ 100000000ull
+#endif
+#if MORI_WALLCLOCK_HZ == 0
+#error "MORI_WALLCLOCK_HZ must not be 0"
+#endif
+#if 1000000000ull % MORI_WALLCLOCK_HZ == 0
+// A rate that divides 1 GHz (100 MHz, 25 MHz): one multiplication.
 __device__ __forceinline__ u64 mori_now_ns() { return wall_clock64() * (1000000000ull / MORI_WALLCLOCK_HZ); }
+#else
+// Any other rate (37.5 MHz, 1.6 GHz): whole seconds and the remainder apart, so exact to the nanosecond and
+// without overflow for centuries of uptime (the remainder times 1e9 stays below 1e19 up to 10 GHz).
+__device__ __forceinline__ u64 mori_now_ns() {
+  const u64 t = static_cast<u64>(wall_clock64());
+  const u64 s = t / MORI_WALLCLOCK_HZ, rest = t % MORI_WALLCLOCK_HZ;
+  return s * 1000000000ull + rest * 1000000000ull / MORI_WALLCLOCK_HZ;
+}
+#endif
 // AMD keeps system scope whatever `dev` says: device scope there was never measured (docs/mori-a2a.md
 // "Signal scope").
 __device__ __forceinline__ void mori_fence(bool) { __threadfence_system(); }

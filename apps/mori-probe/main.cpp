@@ -33,6 +33,7 @@ struct Options {
   double deep_mib = 256;
   bool jit_precompile = false;
   std::string archs;
+  std::uint64_t wall_clock_khz = 0;  // --jit-precompile, AMD: 0 = the device's where it is of the arch
   bool list_diagnoses = false;
   bool strict = false;
   int windows = 16;
@@ -108,11 +109,21 @@ int precompile(ToolEnv& env, const Options& o) {
     for (const auto& b : bad) names += (names.empty() ? "" : ", ") + b;
     throw UsageError(source + ": " + names + " (in '" + archs + "'; nothing was compiled)");
   }
+  // The AMD kernels' clock (docs/amd.md, `%globaltimer`): --wall-clock-khz, else this device's rate where the
+  // arch is its own, else the prelude's 100 MHz.
+  std::uint64_t own_khz = 0;
+  std::string own_arch;
+  if (env.rt->platform() == Platform::amd) {
+    const DeviceInfo info = env.rt->device_info(env.device);
+    own_khz = info.wall_clock_khz;
+    own_arch = info.arch;
+  }
   // Every arch's cache folder before the first compile: a cache that cannot be used fails the run (exit 3,
   // naming why), since compiling in memory would fill nothing.
   std::vector<std::unique_ptr<Jit>> jits;
   for (const auto& arch : list) {
-    jits.push_back(std::make_unique<Jit>(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd"));
+    const std::uint64_t khz = o.wall_clock_khz ? o.wall_clock_khz : arch == own_arch ? own_khz : 0;
+    jits.push_back(std::make_unique<Jit>(arch, arch.rfind("sm_", 0) == 0 ? "cuda" : "amd", khz));
     if (jits.back()->cache_dir().empty())
       throw ApiError("--jit-precompile " + arch, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE",
                      jits.back()->memory_reason());
@@ -151,6 +162,7 @@ int precompile(ToolEnv& env, const Options& o) {
     Json arch_doc = jit.stats_json();
     arch_doc["instantiations"] = instantiations;
     arch_doc["left_out"] = left_out;
+    arch_doc["wall_clock_khz"] = jit.wall_clock_khz() ? Json(jit.wall_clock_khz()) : Json(nullptr);
     out.push_back(arch_doc);
   }
   if (env.is_root() && !env.common.json.empty()) {
@@ -614,6 +626,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--archs", o.archs,
                    "Archs for --jit-precompile, comma separated (default $MORI_GPU_ARCHS)");
+    app.add_option(
+           "--wall-clock-khz", o.wall_clock_khz,
+           "--jit-precompile, AMD archs: the devices' wall-clock rate, kHz (0 = this device's where the arch "
+           "is its own, else 100 MHz)")
+        ->capture_default_str();
   };
   spec.validate = [&] {
     if (!(o.matrix_mib >= 1.0 / 1024 && o.matrix_mib <= 65536))
@@ -623,6 +640,11 @@ int main(int argc, char** argv) {
       throw UsageError("--pairs >= 0, --rounds in [1, 1000000], --iterations in [1, 10000]");
     if (o.windows < 1 || o.windows > 1 << 20) throw UsageError("--windows: must be in [1, 1048576]");
     if (!(o.deep_mib >= 2 && o.deep_mib <= 65536)) throw UsageError("--deep-mib: must be in [2, 65536]");
+    if (o.wall_clock_khz != 0 && !wall_clock_rate_plausible(o.wall_clock_khz))
+      throw UsageError("--wall-clock-khz: must be 0 or in [" + std::to_string(kWallClockMinKhz) + ", " +
+                       std::to_string(kWallClockMaxKhz) + "]");
+    if (o.wall_clock_khz != 0 && !o.jit_precompile)
+      throw UsageError("--wall-clock-khz: only with --jit-precompile");
     o.mx.write.kernel = parse_write_kernel(o.write_kernel);
     parse_write_blocks(o.write_blocks, o.mx.write);
     validate_write_kernel(o.mx.write);

@@ -164,7 +164,13 @@ std::string target_arch(Runtime& rt, int device) {
   return rt.device_info(device).arch;
 }
 
-Jit::Jit(std::string arch, std::string platform) : arch_(std::move(arch)), platform_(std::move(platform)) {
+Jit::Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz)
+    : arch_(std::move(arch)),
+      platform_(std::move(platform)),
+      wall_clock_khz_(platform_ == "amd" && wall_clock_rate_plausible(wall_clock_khz) &&
+                              wall_clock_khz != kWallClockDefaultKhz
+                          ? wall_clock_khz
+                          : 0) {
   if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
   std::string root;
@@ -236,9 +242,18 @@ detail::RuntimeCompiler& Jit::compiler() {
   return *rtc_;
 }
 
+std::vector<std::string> jit_defines(const std::string& platform, std::uint64_t wall_clock_khz) {
+  std::vector<std::string> d = {"-DMORI_KERNEL_PLATFORM_" + platform};
+  // kernels/prelude.hip defines MORI_WALLCLOCK_HZ as 100 MHz where no option does (docs/amd.md).
+  if (platform == "amd" && wall_clock_rate_plausible(wall_clock_khz) &&
+      wall_clock_khz != kWallClockDefaultKhz)
+    d.push_back("-DMORI_WALLCLOCK_HZ=" + std::to_string(wall_clock_khz * 1000) + "ull");
+  return d;
+}
+
 std::vector<std::string> Jit::options() {
-  std::vector<std::string> o = {compiler().arch_option(arch_), "-std=c++17",
-                                "-DMORI_KERNEL_PLATFORM_" + platform_};
+  std::vector<std::string> o = {compiler().arch_option(arch_), "-std=c++17"};
+  for (auto& d : jit_defines(platform_, wall_clock_khz_)) o.push_back(std::move(d));
   if (platform_ == "cuda") o.push_back("--use_fast_math");
   return o;
 }
@@ -303,15 +318,24 @@ std::string Jit::key_of(const KernelSpec& spec) {
   return key_of(spec, source_of(spec));
 }
 
-std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
+std::string jit_key(const KernelSpec& spec, const KernelSource& source,
+                    const std::vector<std::string>& compiler, const std::string& arch,
+                    const std::string& platform, const std::vector<std::string>& options) {
   // Without headers the key is that of the source alone, as before headers were read.
   std::string text = source.text;
   for (const auto& [name, body] : source.headers) text += std::string(1, '\0') + name + '\0' + body;
-  std::vector<std::string> parts = {text,  compiler().name(), compiler().version(), compiler().identity(),
-                                    arch_, platform_};
-  for (const auto& o : options()) parts.push_back(o);
+  std::vector<std::string> parts = {text};
+  for (const auto& c : compiler) parts.push_back(c);
+  parts.push_back(arch);
+  parts.push_back(platform);
+  for (const auto& o : options) parts.push_back(o);
   for (const auto& i : spec.instantiations) parts.push_back(i);
   return hash_hex(parts) + hash_hex({parts[0], spec.file});
+}
+
+std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
+  return jit_key(spec, source, {compiler().name(), compiler().version(), compiler().identity()}, arch_,
+                 platform_, options());
 }
 
 namespace {

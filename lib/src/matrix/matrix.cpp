@@ -40,7 +40,7 @@ constexpr const char* kNotMeasured = "not measured";
 // that time it, and the ping-pong's round-trip times and result.
 struct Gpu {
   Gpu(Runtime& rt, int device, int rounds)
-      : jit(target_arch(rt, device), to_string(rt.platform())),
+      : jit(target_arch(rt, device), to_string(rt.platform()), rt.device_info(device).wall_clock_khz),
         mod(rt, matrix_kernels(jit)),
         stream(rt),
         e0(rt),

@@ -74,6 +74,17 @@ hipMemAllocationProp make_prop(int device, HandleType t, bool uncached) {
   return p;
 }
 
+// device_info runs many times a job: the warning about a device's wall-clock rate is given once per device.
+void warn_wall_clock_once(int device, const std::string& what) {
+  static std::mutex mu;
+  static std::vector<int> warned;
+  std::lock_guard lk(mu);
+  if (std::find(warned.begin(), warned.end(), device) != warned.end()) return;
+  warned.push_back(device);
+  spdlog::warn("device {}: {}; the kernels assume the wall clock runs at {} kHz (docs/amd.md) on {}", device,
+               what, kWallClockDefaultKhz, rank_tag());
+}
+
 class GpuRuntime final : public Runtime {
  public:
   GpuRuntime() { HIP_CHECK(hipGetDeviceCount(&count_)); }
@@ -109,6 +120,24 @@ class GpuRuntime final : public Runtime {
     if (hipDeviceGetAttribute(&clock64_khz, hipDeviceAttributeClockInstructionRate, device) != hipSuccess)
       clock64_khz = 0;
     d.clock64_khz = static_cast<std::uint64_t>(std::max(clock64_khz, 0));
+    // The kernels' clock on AMD (docs/amd.md, `%globaltimer`): a rate that is 0 or absurd is unknown, and the
+    // kernels keep the prelude's 100 MHz.
+    if constexpr (!compat::kIsCuda) {
+      int wall_khz = 0;
+      const hipError_t e = compat::attribute_wall_clock_khz(&wall_khz, device);
+      const auto khz = static_cast<std::uint64_t>(std::max(wall_khz, 0));
+      if (e != hipSuccess) {
+        warn_wall_clock_once(device,
+                             std::string("hipDeviceGetAttribute(hipDeviceAttributeWallClockRate) failed: ") +
+                                 hipGetErrorName(e) + " at " + __FILE__ + ":" + std::to_string(__LINE__));
+      } else if (!wall_clock_rate_plausible(khz)) {
+        warn_wall_clock_once(device, "hipDeviceAttributeWallClockRate is " + std::to_string(wall_khz) +
+                                         " kHz, outside [" + std::to_string(kWallClockMinKhz) + ", " +
+                                         std::to_string(kWallClockMaxKhz) + "] kHz");
+      } else {
+        d.wall_clock_khz = khz;
+      }
+    }
     HIP_CHECK(hipDeviceGetAttribute(&bus_bits, hipDeviceAttributeMemoryBusWidth, device));
     HIP_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
     d.memory_clock_khz = static_cast<std::uint64_t>(std::max(clock_khz, 0));

@@ -141,6 +141,28 @@ inline hipError_t attribute_vmm(int* v, int dev) {
 }
 #endif
 
+// The rate of wall_clock64() in kHz (AMD; docs/amd.md): the attribute's value, 0 where this HIP has no such
+// attribute. A feature check on the enumerator. NVIDIA has none (the kernels read %globaltimer, already in
+// ns): 0 there.
+#if defined(MORI_GPU_CUDA)
+inline hipError_t attribute_wall_clock_khz(int* v, int dev) {
+  (void)dev;
+  *v = 0;
+  return hipSuccess;
+}
+#else
+template <class A = hipDeviceAttribute_t>
+inline hipError_t attribute_wall_clock_khz(int* v, int dev) {
+  if constexpr (requires { A::hipDeviceAttributeWallClockRate; }) {
+    return hipDeviceGetAttribute(v, A::hipDeviceAttributeWallClockRate, dev);
+  } else {
+    (void)dev;
+    *v = 0;
+    return hipSuccess;
+  }
+}
+#endif
+
 // "sm_90" on NVIDIA, "gfx942" on AMD.
 inline std::string arch(int dev) {
 #if defined(MORI_GPU_CUDA)

@@ -15,6 +15,7 @@
 // timings), MORI_GPU_ARCHS (override the arch; a list for precompiling), MORI_KERNEL_DIR (kernel sources).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,7 +62,9 @@ struct CompiledKernels {
 class Jit {
  public:
   // arch: "sm_90", "gfx942"; platform: "cuda" | "amd". Loads the matching runtime compiler lazily.
-  Jit(std::string arch, std::string platform);
+  // wall_clock_khz: AMD, the rate of the device's wall_clock64() (DeviceInfo::wall_clock_khz); 0 = unknown,
+  // the prelude's 100 MHz. It is a compile option, so part of the cache key (jit_defines).
+  Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz = 0);
   ~Jit();
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
@@ -74,6 +77,8 @@ class Jit {
 
   const std::vector<JitEntryStats>& stats() const noexcept { return stats_; }
   const std::string& arch() const noexcept { return arch_; }
+  // The wall-clock rate the kernels are compiled for (kHz): 0 where they keep the prelude's default.
+  std::uint64_t wall_clock_khz() const noexcept { return wall_clock_khz_; }
   // <root>/<arch>_<platform> where entries are published; "" when this Jit compiles in memory, and then
   // memory_reason() says why (the cache folder is missing, refused or unwritable).
   const std::string& cache_dir() const noexcept { return root_; }
@@ -89,11 +94,23 @@ class Jit {
   void record(JitEntryStats s);  // in stats_ and in what this process loaded (loaded_kernels_json)
 
   std::string arch_, platform_;
+  std::uint64_t wall_clock_khz_ = 0;  // 0, or a plausible rate other than the prelude's 100 MHz
   std::unique_ptr<detail::RuntimeCompiler> rtc_;
   std::string root_;  // <root>/<arch>_<platform>, or "" = in memory
   std::string memory_reason_;
   std::vector<JitEntryStats> stats_;
 };
+
+// The -D options of a kernel compile for `platform`: MORI_KERNEL_PLATFORM_<platform>, and on AMD
+// MORI_WALLCLOCK_HZ=<hz>ull where wall_clock_khz is plausible and not the prelude's 100 MHz default
+// (docs/amd.md,
+// `%globaltimer`). The default compiles without it, so its cache entries are those of an unknown rate.
+std::vector<std::string> jit_defines(const std::string& platform, std::uint64_t wall_clock_khz);
+// The cache key of a spec: a hash of its source and headers, the compiler (`compiler`: name, version,
+// identity), the arch, the platform, every compile option and the instantiations (lib/README.md, JIT cache).
+std::string jit_key(const KernelSpec& spec, const KernelSource& source,
+                    const std::vector<std::string>& compiler, const std::string& arch,
+                    const std::string& platform, const std::vector<std::string>& options);
 
 // Every kernel image any Jit of this process compiled or loaded: {"entries": [{arch, file, key, source,
 // image_hash}]}, for meta.jit (docs/json.md); null where none was.

@@ -51,12 +51,23 @@ struct DeviceInfo {
   std::uint64_t memory_clock_khz = 0;  // peak memory clock; 0 = unknown
   std::uint64_t clock64_khz = 0;       // rate of the kernels' clock64() (NVIDIA: peak SM clock); 0 = unknown
   int memory_bus_bits = 0;             // 0 = unknown
+  // AMD: rate of wall_clock64() (hipDeviceAttributeWallClockRate, kHz); 0 = unknown / not used
+  std::uint64_t wall_clock_khz = 0;
   bool vmm_supported = false;
   bool posix_fd_attribute = false;  // what the driver claims, not what works
   bool fabric_attribute = false;
   bool uncached_supported = false;
   std::string uncached_note;  // e.g. "not on this platform"
 };
+
+// The AMD kernels' clock (docs/amd.md, `%globaltimer`): a reported wall-clock rate is used only from 1 MHz to
+// 10 GHz; anything else (0 included) is unknown, and the kernels keep the prelude's 100 MHz.
+inline constexpr std::uint64_t kWallClockMinKhz = 1000;
+inline constexpr std::uint64_t kWallClockMaxKhz = 10000000;
+inline constexpr std::uint64_t kWallClockDefaultKhz = 100000;
+constexpr bool wall_clock_rate_plausible(std::uint64_t khz) noexcept {
+  return khz >= kWallClockMinKhz && khz <= kWallClockMaxKhz;
+}
 
 struct MemInfo {
   std::uint64_t free_bytes = 0;
