@@ -146,11 +146,9 @@ class Placement:
         return {"CUDA_VISIBLE_DEVICES": gpu, **self.daemon.env()}
 
     def mpirun_args(self):
-        """mpirun's -n and the -x exports that carry the placement to every rank."""
-        args = ["-n", str(self.ranks)]
-        for k, v in self.env().items():
-            args += ["-x", f"{k}={v}"]
-        return args
+        """The launcher's -n and `env VAR=value ...`, which carries the placement to every rank under any launcher
+        (Open MPI's mpirun, MPICH's mpiexec, srun; docs/setup.md "Launching"): the tool follows."""
+        return ["-n", str(self.ranks), "env", *(f"{k}={v}" for k, v in self.env().items())]
 
     def __enter__(self):
         return self.start()

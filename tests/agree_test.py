@@ -213,25 +213,29 @@ check("the summary names the first failure in time (EMFILE on rank 1), not rank 
       sc.get("detail", "").startswith("w1.rendezvous -> EMFILE on rank 1") and "ranks 0,2 failed after it" in
       sc.get("detail", ""), out)
 
-jd = os.path.join(TMP, "emfile")
-rc, out = mpi("-n", "4", "prlimit", "--nofile=32", TD, "--backend", "host", "--timeout-s", "20", "--scenario",
-              "divergent-order", "--windows", "8", "--journal-dir", jd, "--json", os.path.join(TMP, "emfile.json"),
-              timeout=180)
-first = None
-for name in sorted(os.listdir(jd)) if os.path.isdir(jd) else []:
-    if not (name.startswith("rank-") and name.endswith(".journal")):
-        continue
-    r = int(name[5:-8])
-    for ln in open(os.path.join(jd, name)).read().splitlines():
-        f = ln.split("\t")
-        if f[0] == "E" and f[4] not in ("", "ok") and len(f) > 6:
-            if first is None or int(f[6]) < first[0]:
-                first = (int(f[6]), f[2], f[4], r)
-            break
-sc = ((load(os.path.join(TMP, "emfile.json")) or {}).get("scenarios") or [{}])[0]
-want = f"{first[1]} -> {first[2]} on rank {first[3]}" if first else "?"
-check(f"prlimit --nofile=32 at 4 ranks: the table names the first failure in time ({want})",
-      first is not None and sc.get("detail", "").startswith(want) and want in out, out + str(first))
+if harness.mpi_vendor(MPIRUN) == "MPICH":
+    # MPICH's UCX cannot open its sockets within 32 descriptors: MPI_Init aborts before the tool runs.
+    print("SKIPPED (not counted): prlimit --nofile=32 at 4 ranks: MPICH's MPI_Init needs more than 32 descriptors")
+else:
+    jd = os.path.join(TMP, "emfile")
+    rc, out = mpi("-n", "4", "prlimit", "--nofile=32", TD, "--backend", "host", "--timeout-s", "20", "--scenario",
+                  "divergent-order", "--windows", "8", "--journal-dir", jd, "--json", os.path.join(TMP, "emfile.json"),
+                  timeout=180)
+    first = None
+    for name in sorted(os.listdir(jd)) if os.path.isdir(jd) else []:
+        if not (name.startswith("rank-") and name.endswith(".journal")):
+            continue
+        r = int(name[5:-8])
+        for ln in open(os.path.join(jd, name)).read().splitlines():
+            f = ln.split("\t")
+            if f[0] == "E" and f[4] not in ("", "ok") and len(f) > 6:
+                if first is None or int(f[6]) < first[0]:
+                    first = (int(f[6]), f[2], f[4], r)
+                break
+    sc = ((load(os.path.join(TMP, "emfile.json")) or {}).get("scenarios") or [{}])[0]
+    want = f"{first[1]} -> {first[2]} on rank {first[3]}" if first else "?"
+    check(f"prlimit --nofile=32 at 4 ranks: the table names the first failure in time ({want})",
+          first is not None and sc.get("detail", "").startswith(want) and want in out, out + str(first))
 
 after = harness.leftovers(TMP)
 left = [sorted(a - b) for a, b in zip(after, base)]

@@ -14,7 +14,15 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
 BIN, WINDOW_TEST, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
+if harness.mpi_vendor(MPIRUN) == "MPICH":
+    # MPICH's UCX shared memory passes its segments as /proc/<pid>/fd/<fd> by default, which a rank in another
+    # PID namespace cannot open (MPI_Init fails before any check); over its socket instead, MPI starts and the
+    # doctor's own checks are what the pidns cases see. Set in the launcher's environment, which it forwards.
+    os.environ["UCX_POSIX_USE_PROC_LINK"] = "n"
 PROBE = [os.path.join(BIN, "mori-probe"), "--backend", "host", "--timeout-s", "20"]
 TMP = tempfile.mkdtemp(prefix="mori-doctor-")
 failures = []

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """scripts/evidence rehearsed on the host runtime (preset host, the built tools, written under a temporary --out):
 the manifest's fields and every step's status; a run cut short by its deadline leaves a valid folder marked
-incomplete, which --resume completes; a dirty tree is refused with nothing written; --help does nothing else.
+incomplete, which --resume completes; a dirty tree is refused with nothing written; --help does nothing else; a
+copy of the scripts without .git is refused without --revision and, without --tree-clean, taken as dirty.
+
+In a tree without .git (a release tarball, a GPU machine's copy) every run states the revision the build recorded
+(--revision, and --tree-clean where the build says clean; a stand-in commit where it recorded none) and the dirty
+clone, which needs git, is printed NOT RUN: the other checks run, then the test exits 77 (skipped). Under CI=true a
+tree without git fails.
 
 usage: evidence_test.py BIN_DIR MPIRUN...
 """
@@ -14,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, finish  # noqa: E402
+from harness import check, evidence_revision, finish, git_checkout, not_run  # noqa: E402
 
 if len(sys.argv) < 3:
     print(__doc__.strip(), file=sys.stderr)
@@ -23,6 +29,7 @@ BIN, MPIRUN = sys.argv[1], sys.argv[2:]
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 EVIDENCE = os.path.join(ROOT, "scripts", "evidence")
 ENV = dict(os.environ, MORI_MPIRUN=" ".join(MPIRUN))
+GIT = git_checkout(ROOT)
 STEPS = ["probe", "main-job", "a2a-r1", "a2a-r2", "mutant-none", "mutant-no-barrier", "teardown-ordered", "summary"]
 
 
@@ -50,14 +57,36 @@ try:
     rc, out = run(["--help"])
     check("--help: exit 0, usage, nothing run", rc == 0 and "usage:" in out and "evidence:" not in out, out)
 
-    head = git("rev-parse", "HEAD")
-    clean = git("status", "--porcelain") == ""
+    if GIT:
+        head = git("rev-parse", "HEAD")
+        clean = git("status", "--porcelain") == ""
+        stated = []
+    else:  # no .git: the caller states the revision (docs/evidence.md), here the one the build recorded
+        head, clean, stated = evidence_revision(BIN)
     # The tree this test runs from may carry uncommitted work: then the rehearsal is a lab run (--allow-dirty).
     dirty = [] if clean else ["--allow-dirty"]
     out_dir = os.path.join(tmp, "results")
     folder = os.path.join(out_dir, "host", head[:12]) if clean else os.path.join(out_dir, "lab", "host",
                                                                                     head[:12] + "-dirty")
-    common = ["--preset", "host", "--backend", "host", "--bin", BIN, "--out", out_dir, *dirty]
+    common = ["--preset", "host", "--backend", "host", "--bin", BIN, "--out", out_dir, *stated, *dirty]
+
+    # A copy of the scripts without .git: the revision must be stated; without --tree-clean it is not known clean.
+    bare = os.path.join(tmp, "no-git")
+    shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(bare, "scripts"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    bare_out = os.path.join(tmp, "bare-out")
+    bare_run = [sys.executable, os.path.join(bare, "scripts", "evidence"), "--preset", "host", "--backend", "host",
+                "--bin", BIN, "--out", bare_out]
+    p = subprocess.run(bare_run, cwd=bare, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=120)
+    check("without .git and without --revision: exit 2, one line naming --revision, nothing written",
+          p.returncode == 2 and "no git metadata" in p.stdout and "--revision" in p.stdout and
+          len(p.stdout.strip().splitlines()) == 1 and not os.path.exists(bare_out), p.stdout)
+    p = subprocess.run([*bare_run, "--revision", head], cwd=bare, env=ENV, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    check("without .git, --revision but no --tree-clean: refused as dirty (exit 2), nothing written",
+          p.returncode == 2 and "dirty" in p.stdout and "--tree-clean" in p.stdout and not os.path.exists(bare_out),
+          p.stdout)
 
     # Cut short: a deadline no step fits in.
     rc, out = run([*common, "--deadline-s", "5"])
@@ -76,10 +105,15 @@ try:
     steps = {s["name"]: s for s in m.get("steps", [])}
     check("--resume completes the folder: complete true, nothing skipped, one resume recorded",
           m.get("complete") is True and m.get("skipped") == [] and len(m.get("resumes", [])) == 1, out)
-    check("manifest fields: revision (HEAD), clean, machine host, start_id, preset, waived []",
+    check("manifest fields: revision (HEAD" + ("" if GIT else ", as stated") + "), clean, machine host, start_id, "
+          "preset, waived []",
           m.get("revision") == head and m.get("clean") is clean and m.get("machine") == "host" and
           m.get("kind") == "host" and bool(m.get("start_id")) and m.get("preset") == "host" and
           m.get("waived") == [], json.dumps(m)[:3000])
+    if not GIT:
+        check("no .git: clean_by says the cleanliness was stated, not checked",
+              m.get("clean_by") == ("--tree-clean (stated by the caller; no .git here)" if clean
+                                    else "unknown (no .git here)"), json.dumps(m)[:3000])
     try:
         import jsonschema
     except ImportError:
@@ -211,15 +245,19 @@ try:
           "a partial run (--steps probe" in text and "INCOMPLETE" not in text, text[:1000])
 
     # A dirty tree is refused: a clone of HEAD with one untracked file.
-    clone = os.path.join(tmp, "clone")
-    subprocess.run(["git", "clone", "-q", "--shared", ROOT, clone], check=True)
-    with open(os.path.join(clone, "untracked.txt"), "w") as f:
-        f.write("x\n")
-    p = subprocess.run([sys.executable, os.path.join(clone, "scripts", "evidence"), "--preset", "host", "--backend",
-                        "host", "--bin", BIN, "--out", os.path.join(tmp, "dirty")], cwd=clone, env=ENV,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    check("a dirty tree is refused: exit 2, nothing written",
-          p.returncode == 2 and "dirty" in p.stdout and not os.path.exists(os.path.join(tmp, "dirty")), p.stdout)
+    name = "a dirty tree is refused: exit 2, nothing written"
+    if GIT:
+        clone = os.path.join(tmp, "clone")
+        subprocess.run(["git", "clone", "-q", "--shared", ROOT, clone], check=True)
+        with open(os.path.join(clone, "untracked.txt"), "w") as f:
+            f.write("x\n")
+        p = subprocess.run([sys.executable, os.path.join(clone, "scripts", "evidence"), "--preset", "host",
+                            "--backend", "host", "--bin", BIN, "--out", os.path.join(tmp, "dirty")], cwd=clone,
+                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        check(name, p.returncode == 2 and "dirty" in p.stdout and not os.path.exists(os.path.join(tmp, "dirty")),
+              p.stdout)
+    else:  # (the tree without .git and without --tree-clean is refused as dirty: checked above)
+        not_run(name + " (a clone with an untracked file)", f"needs a git checkout; {ROOT} has no .git")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 finish()

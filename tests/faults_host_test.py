@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import harness  # noqa: E402
 from harness import check, finish, tool_job  # noqa: E402
 from faults_lib.cases import no_launch_checks  # noqa: E402
 from faults_lib.output import announcement, landing  # noqa: E402
@@ -30,6 +31,15 @@ from faults_lib.output import announcement, landing  # noqa: E402
 BIN, MPIRUN = sys.argv[1], sys.argv[2:]
 T = 3
 CASES = ["no-launch", "die-in-rendezvous", "kill-timed-device"]
+RUN = CASES  # the cases the full run starts
+if harness.mpi_vendor(MPIRUN) == "MPICH":
+    # MPICH's mpiexec ends every process as soon as one exits with an error, and names the failed process by pid
+    # only: -disable-auto-cleanup lets the survivors run to their bound and name the faulty rank, as under Open
+    # MPI. A rank killed by a signal still ends the whole job at once, so nothing names it: that case is left out.
+    MPIRUN = [*MPIRUN, "-disable-auto-cleanup"]
+    RUN = [c for c in CASES if c != "kill-timed-device"]
+    print("SKIPPED (not counted): kill-timed-device: under MPICH's mpiexec a rank killed by a signal ends the job "
+          "at once and neither the launcher nor a survivor names its rank")
 
 
 def suite(tmp, name, extra, timeout=240):
@@ -167,12 +177,12 @@ def budget_runs(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="mori-faults-test-") as tmp:
-        rc, out, doc = suite(tmp, "faults", ["--cases", ",".join(CASES)])
+        rc, out, doc = suite(tmp, "faults", ["--cases", ",".join(RUN)])
         check(f"faults --backend host exits 0 (got {rc})", rc == 0, out)
         if doc is not None:
             check("schema mori.faults/1, tool faults, host backend, one case per requested case, none skipped",
                   doc.get("schema") == "mori.faults/1" and doc["meta"]["tool"] == "faults" and
-                  doc["meta"]["backend"] == "host" and [c["name"] for c in doc["cases"]] == CASES and
+                  doc["meta"]["backend"] == "host" and [c["name"] for c in doc["cases"]] == RUN and
                   doc.get("skipped") == [] and doc.get("budget", {}).get("budget_s") == 420, json.dumps(doc)[:3000])
             for c in doc["cases"]:
                 common_checks(c)

@@ -1,5 +1,6 @@
 """The harness the Python test scripts share: each check prints PASS/FAIL (with the output of a failing one), and
-finish() prints "N passed, N failed" and exits 1 on any failure; MPI jobs and what they leave behind."""
+finish() prints "N passed, N failed" and exits 1 on any failure, 77 (skipped) where a check could not run here
+(not_run); MPI jobs and what they leave behind."""
 import glob
 import json
 import os
@@ -8,7 +9,10 @@ import subprocess
 import sys
 import time
 
-_checks, _failures = [], []
+_checks, _failures, _not_run = [], [], []
+
+# CI always has what the tests need (a clone, scripts/deps' packages): there a check left out is a failure.
+ON_CI = os.environ.get("CI") == "true"
 
 
 def load_json(path):
@@ -28,9 +32,62 @@ def check(name, ok, out="", tail=3000):
         _failures.append(name)
 
 
+def not_run(name, reason):
+    """A check that cannot run here (e.g. one that needs a git checkout, in a copy of the tree without .git): printed
+    as "NOT RUN: name: reason"; finish() then exits 77 (skipped), so that a test that ran only part of its checks
+    is never reported as passed. Under CI=true it is a failed check instead."""
+    if ON_CI:
+        check(f"{name} (not run: {reason}; CI=true)", False)
+        return
+    print(f"NOT RUN: {name}: {reason}")
+    _not_run.append((name, reason))
+
+
 def finish():
-    print(f"{len(_checks) - len(_failures)} passed, {len(_failures)} failed")
-    sys.exit(1 if _failures or not _checks else 0)
+    print(f"{len(_checks) - len(_failures)} passed, {len(_failures)} failed"
+          + (f", {len(_not_run)} not run" if _not_run else ""))
+    if _failures or not _checks:
+        sys.exit(1)
+    if _not_run:
+        reasons = sorted({r for _, r in _not_run})
+        skip(f"{len(_not_run)} check(s) not run here ({'; '.join(reasons)}); the other {len(_checks)} passed")
+    sys.exit(0)
+
+
+def git_checkout(root):
+    """Whether root is a git checkout whose HEAD git reads (a .git folder, or the .git file of a worktree), as the
+    scripts tell it (scripts/mori_results/ab.py, scripts/evidence). A copy of the tree without .git (a release
+    tarball, a GPU machine's copy of the working tree) is not; under CI=true, which always has a clone, that is a
+    failed check."""
+    ok = False
+    if os.path.exists(os.path.join(root, ".git")):
+        try:
+            ok = subprocess.run(["git", "-C", root, "rev-parse", "--verify", "--quiet", "HEAD"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+    if not ok and ON_CI:
+        check(f"{root} is a git checkout (CI=true: CI always has a clone)", False)
+    return ok
+
+
+STAND_IN_REVISION = "0" * 40  # stated where the build recorded no revision (its reports then say "unknown")
+
+
+def evidence_revision(bin_dir):
+    """What scripts/evidence is told in a tree without .git (docs/evidence.md: --revision COMMIT, --tree-clean):
+    the commit and clean state the tools in bin_dir recorded at build time (`mori-a2a --version`, read by
+    scripts/mori_results/tools.py; docs/reliability.md "Revisions"), or a stand-in commit, not clean, where the
+    build recorded none (built without .git and without -DMORI_GIT_REV). -> (commit, clean, arguments); prints
+    what it states and where from."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    from mori_results.tools import tools_revision
+    built, built_clean, _ = tools_revision(bin_dir)
+    commit, clean = built or STAND_IN_REVISION, bool(built) and built_clean is True
+    args = ["--revision", commit, *(["--tree-clean"] if clean else [])]
+    print(f"no .git: stating {' '.join(args)} to scripts/evidence ("
+          + (f"from {bin_dir}/mori-a2a --version)" if built else "a stand-in: the build recorded no revision)"))
+    return commit, clean, args
 
 
 SKIP_RETURN_CODE = 77  # what CTest reports as skipped (SKIP_RETURN_CODE 77 on the test); never counted as passed
@@ -63,6 +120,43 @@ def start_job(cmd, env=None, cwd=None):
     job."""
     e = dict(os.environ, **(env or {}), **{TAG_VARIABLE: TAG})
     return subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+
+
+# ---- The launcher (docs/setup.md, "Launching") --------------------------------------------------------------------
+# tests/CMakeLists.txt passes the launcher line of the MPI found and names that MPI in MORI_TEST_MPI (OpenMPI or
+# MPICH); a script run by hand without it asks the launcher.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")  # innermost launcher first
+
+
+def mpi_vendor(mpirun):
+    """"OpenMPI" or "MPICH": the MPI of the build the tests run (and so of the launcher mpirun[0])."""
+    vendor = os.environ.get("MORI_TEST_MPI")
+    if vendor in ("OpenMPI", "MPICH"):
+        return vendor
+    try:
+        text = subprocess.run([mpirun[0], "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    return "MPICH" if "HYDRA" in text or "MPICH" in text else "OpenMPI"
+
+
+def with_env(assignments, cmd):
+    """cmd (a program and its arguments under a launcher) run with VAR=value assignments, for any launcher: the
+    launcher starts `env VAR=value ... cmd` (instead of Open MPI's -x or Hydra's -env)."""
+    return ["env", *assignments, *cmd] if assignments else list(cmd)
+
+
+def rank_of(environ):
+    """The rank a launcher gave a process, from its environment ({name: value}, str or bytes keys), or None."""
+    for name in RANK_VARIABLES:
+        for key in (name, name.encode()):
+            if key in environ:
+                try:
+                    return int(environ[key])
+                except ValueError:
+                    return None
+    return None
 
 
 def tool_job(mpirun, n, tool, args, env=None, timeout_s=20):

@@ -17,6 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import check, finish  # noqa: E402
 
 BIN = sys.argv[1]
@@ -62,9 +63,10 @@ def rank_pids(mpirun_pid, tool):
                 ppid = int(re.search(r"PPid:\s+(\d+)", open(f"/proc/{p}/status").read()).group(1))
             if ppid != mpirun_pid:
                 continue
-            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            rank = next(int(v.split(b"=")[1]) for v in env if v.startswith(b"OMPI_COMM_WORLD_RANK="))
-            found[rank] = int(pid)
+            env = dict(v.split(b"=", 1) for v in open(f"/proc/{pid}/environ", "rb").read().split(b"\0") if b"=" in v)
+            rank = harness.rank_of(env)  # any launcher's rank variable (tests/harness.py)
+            if rank is not None:
+                found[rank] = int(pid)
         except (OSError, StopIteration, AttributeError, ValueError):
             continue
     return found
@@ -187,7 +189,8 @@ for pair in range(2):
 # 2. exporter-first with two simulated nodes: ranks outside the owner's team skip the read, no SIGSEGV.
 jd = os.path.join(tmp, "j2")
 td = [TD, "--backend", "host", "--scenario", "exporter-first", "--size", "64K", "--journal-dir", jd]
-rc, out, _ = run([*MPIRUN, "-n", "2", "-x", "MORI_NODE_ID=a", *td, ":", "-n", "2", "-x", "MORI_NODE_ID=b", *td])
+rc, out, _ = run([*MPIRUN, "-n", "2", *harness.with_env(["MORI_NODE_ID=a"], td), ":", "-n", "2",
+                  *harness.with_env(["MORI_NODE_ID=b"], td)])
 check("#2 exporter-first on two simulated nodes: exit 0, outcome ok, no SIGSEGV",
       rc == 0 and re.search(r"exporter-first\s+4 ok", out) and "SIGSEGV" not in out, out)
 

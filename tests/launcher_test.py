@@ -10,6 +10,10 @@ variables each launcher sets (OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_STEP_NUM_TAS
 started alone; a value that is not a count is exit 2; a launcher whose count is the world passes, and the
 innermost launcher's variable wins over an outer one's. Part "variables" is the latter; part "mpich" the former,
 skipped with its reason without mpiexec.mpich (a failure under CI=true: scripts/deps installs it).
+
+Under an MPICH build (MORI_TEST_MPI=MPICH, tests/CMakeLists.txt) part "mpich" checks the reverse: Open MPI's
+mpirun (mpirun.openmpi) starting this build's tools is refused the same way, naming OMPI_COMM_WORLD_SIZE and MPICH;
+skipped with its reason without Open MPI's launcher.
 """
 import os
 import shutil
@@ -52,10 +56,14 @@ def error_lines(out, tool):
     return [x for x in out.splitlines() if x.startswith(f"{tool}: error")]
 
 
+VENDOR = harness.mpi_vendor(MPIRUN)  # the MPI this build's tools were built with
+BUILT_WITH = "MPICH" if VENDOR == "MPICH" else "Open MPI"  # as the tools' error line names it
+
+
 def refused(what, rc, out, out_json, tool, count, variable, world=1, processes=1):
     lines = error_lines(out, tool)
     want = [f"the launcher started {count} processes ({variable}={count}", f"MPI made a job of {world}",
-            "Open MPI", "docs/setup.md"]
+            BUILT_WITH, "docs/setup.md"]
     check(f"{what}: exit 2, one error line per process ({len(lines)} of {processes}) naming {variable}={count}, "
           f"world {world}, the MPI built with and the fix",
           rc == 2 and len(lines) == processes and all(all(w in x for w in want) for x in lines), out)
@@ -80,19 +88,40 @@ if PART == "variables":
     rc, out, js = run([os.path.join(BIN, "mori-probe")], clean_env(SLURM_STEP_NUM_TASKS="1"), "slurm-one")
     check("a launcher saying 1 task for a job of 1 passes (exit 0, a report)", rc == 0 and os.path.exists(js), out)
 
-    # Under mpirun, mpirun's OMPI_COMM_WORLD_SIZE (the innermost launcher) wins over an outer launcher's variables.
+    # Under the launcher, its own variable (the innermost launcher: OMPI_COMM_WORLD_SIZE under Open MPI's mpirun,
+    # PMI_SIZE, which it sets over the outer one, under MPICH's) wins over an outer launcher's variables. Both
+    # launchers pass their own environment on to the ranks they start on this machine.
     e = clean_env(PMI_SIZE="5", SLURM_STEP_NUM_TASKS="7")
-    rc, out, js = run([*MPIRUN, "-n", "2", "-x", "PMI_SIZE", "-x", "SLURM_STEP_NUM_TASKS",
-                       os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], e, "inner-wins", timeout=120)
+    rc, out, js = run([*MPIRUN, "-n", "2", os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], e, "inner-wins",
+                      timeout=120)
     doc = harness.load_json(js) or {}
-    check("mpirun -n 2 under outer PMI_SIZE=5, SLURM_STEP_NUM_TASKS=7: runs (exit 0, world 2, wrong 0)",
-          rc == 0 and (doc.get("meta") or {}).get("world") == 2 and doc.get("wrong") == 0, out)
+    check(f"{os.path.basename(MPIRUN[0])} -n 2 under outer PMI_SIZE=5, SLURM_STEP_NUM_TASKS=7: runs (exit 0, "
+          "world 2, wrong 0)", rc == 0 and (doc.get("meta") or {}).get("world") == 2 and doc.get("wrong") == 0, out)
 
     after = harness.leftovers(TMP)
     check("nothing left behind by the refused jobs (sockets, shm objects, processes)",
           after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))
 
-# The real thing: MPICH's launcher starting this build's processes.
+# The real thing: the other MPI's launcher starting this build's processes. An MPICH build under Open MPI's mpirun
+# (its variable OMPI_COMM_WORLD_SIZE; run as root with the OMPI_ALLOW_RUN_AS_ROOT* variables of the test's
+# environment).
+ompi = shutil.which("mpirun.openmpi") or shutil.which("orterun")
+if PART == "mpich" and VENDOR == "MPICH" and ompi is None:
+    skip("MPICH build: the reverse check needs Open MPI's launcher (mpirun.openmpi), not found")
+elif PART == "mpich" and VENDOR == "MPICH":
+    base = harness.leftovers(TMP)
+    for tool, args in TOOLS.items():
+        rc, out, js = run([ompi, "--oversubscribe", "-n", "3", os.path.join(BIN, tool), *args], clean_env(),
+                          f"ompi-{tool}", timeout=120)
+        refused(f"{os.path.basename(ompi)} -n 3 {tool} (MPICH build)", rc, out, js, tool, 3, "OMPI_COMM_WORLD_SIZE",
+                processes=3)
+    after = harness.leftovers(TMP)
+    check("nothing left behind under mpirun.openmpi (sockets, shm objects, processes)",
+          after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))
+    shutil.rmtree(TMP, ignore_errors=True)
+    finish()
+
+# An Open MPI build under MPICH's launcher.
 hydra = shutil.which("mpiexec.mpich") or shutil.which("mpiexec.hydra")
 if PART == "mpich" and hydra is None:
     why = "mpiexec.mpich not found (Debian/Ubuntu: apt-get install mpich; scripts/deps installs it)"

@@ -72,7 +72,7 @@ if m is not None:
 # A responder that never answers (test-only fault): the initiator's bounded wait ends, the row says "timeout"
 # and the tool exits 4 within the bound.
 out = os.path.join(tempfile.mkdtemp(prefix="mori-matrix-"), "t.json")
-cmd = list(MPIRUN) + ["-n", "2", "-x", "MORI_FAULT=matrix.no-pong:1", os.path.join(BIN, "mori-probe"), "--backend",
+cmd = list(MPIRUN) + ["-n", "2", "env", "MORI_FAULT=matrix.no-pong:1", os.path.join(BIN, "mori-probe"), "--backend",
                       "host", "--timeout-s", "3", "--matrix", "--matrix-mib", "1", "--rounds", "10", "--json", out]
 p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
 if p.returncode != 4 or "TIMEOUT" not in p.stdout:
@@ -149,7 +149,7 @@ if m is not None:
 # A write that leaves bytes out (test-only fault on rank 0's checked writes): every write of rank 0, the rows' and
 # each variant's, is marked wrong, rank 1's are not, and the tool exits 1.
 out = os.path.join(tempfile.mkdtemp(prefix="mori-matrix-"), "w.json")
-cmd = list(MPIRUN) + ["-n", "2", "-x", "MORI_FAULT=matrix.short-write:0", os.path.join(BIN, "mori-probe"),
+cmd = list(MPIRUN) + ["-n", "2", "env", "MORI_FAULT=matrix.short-write:0", os.path.join(BIN, "mori-probe"),
                       "--backend", "host", "--timeout-s", "30", "--matrix", "--matrix-mib", "1", "--rounds", "10",
                       "--write-kernel", "all", "--write-blocks", "1x", "--write-unroll", "4", "--write-tile-kib", "4",
                       "--json", out]

@@ -33,9 +33,9 @@ with p:
     check("start(): the daemon answers, its folder is private (0700)", p.started and p.daemon.running() and
           (os.stat(base).st_mode & 0o777) == 0o700)
     args = p.mpirun_args()
-    check("mpirun args: -n 8 and the exports every rank needs", args == [
-        "-n", "8", "-x", "CUDA_VISIBLE_DEVICES=0", "-x", f"CUDA_MPS_PIPE_DIRECTORY={base}/pipe",
-        "-x", f"CUDA_MPS_LOG_DIRECTORY={base}/log"], str(args))
+    check("launcher args: -n 8 and env with the variables every rank needs (any launcher)", args == [
+        "-n", "8", "env", "CUDA_VISIBLE_DEVICES=0", f"CUDA_MPS_PIPE_DIRECTORY={base}/pipe",
+        f"CUDA_MPS_LOG_DIRECTORY={base}/log"], str(args))
 check("leaving the block stops the daemon it started", not p.daemon.running())
 os.environ["CUDA_VISIBLE_DEVICES"] = "3,5"
 check("GPU 0 of CUDA_VISIBLE_DEVICES=3,5 is 3", p.env()["CUDA_VISIBLE_DEVICES"] == "3", str(p.env()))

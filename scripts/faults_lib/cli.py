@@ -5,6 +5,8 @@ import shlex
 import signal
 import sys
 
+import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
+
 from .budget import Budget, worst_case_s
 from .cases import CASES, FAULTY, Case
 from .jobs import ROOT, Run
@@ -37,14 +39,14 @@ def parse(usage):
     ap.add_argument("--no-bystander", dest="bystander", action="store_false")
     ap.add_argument("--no-mps", dest="mps", action="store_false", help="gpu backend without the MPS daemon")
     ap.add_argument("--no-per-gpu", dest="per_gpu", action="store_false", help="skip the one-rank-per-GPU runs")
-    ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN", "mpirun --oversubscribe"),
-                    help="mpirun and its options, as one string")
+    ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN") or None,
+                    help="the launcher and its options, as one string (default: $MORI_MPIRUN, else the launcher of "
+                         "the MPI the tools were built with: mpirun --oversubscribe for Open MPI)")
     ap.add_argument("--budget-s", type=float, default=420,
                     help="a case starts only if its worst case fits in what is left of this; the rest are skipped "
                          "(listed in the document with the reason)")
     ap.add_argument("--json", default="faults.json")
     a = ap.parse_args()
-    a.mpirun = shlex.split(a.mpirun)
     a.case_list = [c for c in a.cases.split(",") if c]
     bad = [c for c in a.case_list if c not in CASES]
     if bad:
@@ -65,6 +67,7 @@ def parse(usage):
         a.bin = os.environ.get("MORI_BIN") or os.path.join(ROOT, "build-gpu/bin" if gpu and os.path.isdir(
             os.path.join(ROOT, "build-gpu/bin")) else "build/bin")
     a.bin = os.path.abspath(a.bin)  # the jobs run in a temporary folder
+    a.mpirun = shlex.split(a.mpirun) if a.mpirun else mori_launcher.mpirun_command(a.bin)
     return a
 
 

@@ -8,6 +8,9 @@ TIMEOUT_RE = re.compile(r"timed out|waited more than")  # bootstrap/FdChannel st
 ANNOUNCE_RE = re.compile(r"^MORI_FAULT: rank (\d+) entering the timed loop (\S+)$")  # lib/src/a2a/a2a.cpp
 # lib/src/comm/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.
 STEP_RE = re.compile(r"\brank (\d+) pid \d+\] \[trace\] bootstrap: step '([^']+)' done")
+# Open MPI's mpirun about a rank that failed. MPICH's mpiexec (Hydra) names a failed process by its PID only ("BAD
+# TERMINATION ... PID N ... EXIT CODE: N"), never by rank, so under it these match nothing and each survivor's exit
+# code is inferred from its own error lines (read_output); the faulty rank is then named by the survivors alone.
 MPIRUN_RANK_RE = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
 MPIRUN_EXIT_RE = re.compile(r"Process name:\s+\[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+)")
 

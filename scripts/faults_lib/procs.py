@@ -58,10 +58,30 @@ def marked(value, prefix=False):
     return out
 
 
+# The variable each launcher gives a process its rank in, innermost first: Open MPI's mpirun, a PMIx launcher
+# (srun --mpi=pmix), a PMI one (MPICH's mpiexec / Hydra, srun --mpi=pmi2), any srun (docs/setup.md "Launching").
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+def launcher_rank(env):
+    """The rank a launcher gave a process, from its environment, or None."""
+    for name in RANK_VARIABLES:
+        if name in env:
+            try:
+                return int(env[name])
+            except ValueError:
+                return None
+    return None
+
+
 def rank_pids(mark, tool="mori-a2a"):
     """{rank: pid} of the tool's processes of one job."""
-    return {int(e["OMPI_COMM_WORLD_RANK"]): pid for pid, comm, e in marked(mark)
-            if comm.startswith(tool[:15]) and "OMPI_COMM_WORLD_RANK" in e}
+    found = {}
+    for pid, comm, e in marked(mark):
+        rank = launcher_rank(e) if comm.startswith(tool[:15]) else None
+        if rank is not None:
+            found[rank] = pid
+    return found
 
 
 def kill_marked(value, prefix=False):
