@@ -9,7 +9,7 @@
 # Recorded: the full commit hash; whether the tracked files were clean; a digest of the tracked changes (git's
 # object hash of `git diff HEAD`, so that two dirty builds of one commit differ); the source folder (empty when
 # the revision was given, so that the tools do not compare against a tree they were not built from). The tools
-# run the same shell command at run time (lib/src/revision.cpp) to tell a build older than its tree.
+# run the same shell command at run time (lib/src/base/revision.cpp) to tell a build older than its tree.
 set(commit "unknown")
 set(clean -1)
 set(digest "")
@@ -20,8 +20,8 @@ if(GIVEN_REV)
     message(FATAL_ERROR "MORI_GIT_REV='${GIVEN_REV}' is not a commit (7 to 64 hex digits, no suffix)")
   endif()
 endif()
-# The one definition of the tree command: run here, and written into the generated header for lib/src/revision.cpp
-# to run at run time, so that the digests compare. The user's and the system's git configuration are left out
+# The one definition of the tree command: run here, and written into the generated header for
+# lib/src/base/revision.cpp to run at run time, so that the digests compare. The user's and the system's git configuration are left out
 # (GIT_CONFIG_GLOBAL, GIT_CONFIG_NOSYSTEM): a diff option set there would change the digest of the same tree.
 set(tree_command "cd \"$1\" && export GIT_OPTIONAL_LOCKS=0 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null && git rev-parse --verify HEAD && git diff HEAD --no-ext-diff --no-textconv --binary | git hash-object --stdin && git status --porcelain --untracked-files=no | wc -l")
 execute_process(

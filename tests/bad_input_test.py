@@ -30,7 +30,7 @@ CASES = [
     ("mori-a2a", 2, ["--chunk-kib", "abc"], {}, 2, "--chunk-kib: 'abc' is not a size"),
     ("mori-a2a", 2, ["-b", "100", "-e", "10"], {}, 2, "-b/-e: need 0 < begin <= end"),
     ("mori-a2a", 2, ["--chunk-kib", "99999999999"], {}, 2, "exceeds 16 GiB"),
-    # One chunk limit (a2a_chunk.hpp), named with the item where the options give it: before, the parser had a
+    # One chunk limit (a2a/chunk.hpp), named with the item where the options give it: before, the parser had a
     # limit of its own (2^40 KiB, "too large") and the sweep's sizes were refused later without their item.
     ("mori-a2a", 2, ["--chunk-kib", "64,1099511627777"], {}, 2,
      "--chunk-kib item 2 '1099511627777': chunk size: 1125899906843648 bytes exceeds 16 GiB, the limit"),

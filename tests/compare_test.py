@@ -97,7 +97,7 @@ nan["results"][0]["out_of_place"]["time"] = "nan"
 check("nccl-tests' \"nan\" reads as no time", nccl_tests_rows(nan)[0]["time_us"]["p50"] is None)
 
 
-# --- percentiles: mori-a2a's time_stats (lib/src/a2a.cpp): pos = q*(n-1), linear between neighbours -------------
+# --- percentiles: mori-a2a's time_stats (lib/src/comm/stats.cpp): pos = q*(n-1), linear between neighbours --------
 def cpp_pct(v, q):
     v = sorted(v)
     pos = q * (len(v) - 1)

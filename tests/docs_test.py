@@ -16,7 +16,7 @@ Checks, each failure naming the file and what is missing where:
            and every row there names a variable something in the repository reads.
 - schema:  every field of results/schema/*.json is named in a backtick span or code block of README.md/docs/*.md.
 - scripts: every executable in scripts/ is named in README.md (its scripts table).
-- exit:    README.md's exit-code table lists exactly the codes of ExitCode (lib/include/mori/symm/error.hpp).
+- exit:    README.md's exit-code table lists exactly the codes of ExitCode (lib/include/mori/symm/base/error.hpp).
 - links:   every relative link in the repository's Markdown (outside build folders) resolves, anchors included;
            every repository path in a backtick span of README.md/docs/*.md exists (braces expanded).
 """
@@ -318,7 +318,7 @@ def check_scripts_listed():
 
 
 def check_exit_codes():
-    src = read("lib/include/mori/symm/error.hpp")
+    src = read("lib/include/mori/symm/base/error.hpp")
     m = re.search(r"enum class ExitCode[^{]*\{([^}]*)\}", src)
     codes = {int(v) for v in re.findall(r"=\s*(\d+)", m.group(1))} if m else set()
     readme = read("README.md")
@@ -327,7 +327,7 @@ def check_exit_codes():
     if not t:
         fail("README.md: no exit-code table (a table whose first column is 'exit')")
     for c in sorted(codes - rows):
-        fail(f"README.md: exit code {c} (ExitCode in lib/include/mori/symm/error.hpp) is not in the exit-code table")
+        fail(f"README.md: exit code {c} (ExitCode in lib/include/mori/symm/base/error.hpp) is not in the exit-code table")
     for c in sorted(rows - codes):
         fail(f"README.md: the exit-code table lists {c}, which ExitCode does not define")
 

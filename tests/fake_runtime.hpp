@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm::testing {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when file I/O other than the one reader and the one writer (lib/include/mori/symm/files.hpp) appears in
-the tools' C++ sources: lib/, apps/ and the host-side kernels/*.cpp.
+"""Fails when file I/O other than the one reader and the one writer (lib/include/mori/symm/base/files.hpp)
+appears in the tools' C++ sources: lib/, apps/ and any host-side C++ under kernels/.
 
 usage: file_io_audit.py [SOURCE_ROOT]   (default: the repository this script lies in)
 
@@ -13,16 +13,16 @@ import re
 import sys
 
 # The reader and the writer themselves.
-OWNER = "lib/src/files.cpp"
+OWNER = "lib/src/base/files.cpp"
 
 # (file, call) -> (count, why it cannot go through files.hpp). Keep it short.
 ALLOWED = {
     # The teardown journal's append writer: its fatal-signal handler writes through the same fd, so every write
     # must be async-signal-safe (no allocation, no exceptions) and go straight to the O_APPEND fd.
-    ("lib/src/journal.cpp", "open"): (1, "the journal's O_APPEND fd, shared with the fatal-signal handler"),
-    ("lib/src/journal.cpp", "write"): (1, "async-signal-safe append of one journal line"),
+    ("lib/src/teardown/journal.cpp", "open"): (1, "the journal's O_APPEND fd, shared with the fatal-signal handler"),
+    ("lib/src/teardown/journal.cpp", "write"): (1, "async-signal-safe append of one journal line"),
     # An injected fault's last words on stderr just before _exit(): stdio may be in any state there.
-    ("lib/src/fault.cpp", "write"): (3, "async-signal-safe message on fd 2 before _exit"),
+    ("lib/src/base/fault.cpp", "write"): (3, "async-signal-safe message on fd 2 before _exit"),
     # The host runtime's shared memory: a peer's memfd, opened through /proc/<pid>/fd to be mapped, never read.
     ("lib/src/platform/host/host_runtime.cpp", "open"): (1, "import of a peer's memfd for mmap"),
     ("lib/src/platform/host/host_runtime.cpp", "mmap"): (3, "reserving and mapping shared memory"),
@@ -30,7 +30,7 @@ ALLOWED = {
     ("lib/src/platform/host/host_runtime.cpp", "ftruncate"): (1, "sizing that memfd"),
     # Not a file: the output of git, spawned to compare the build's tree with the tree now, on a pipe polled
     # within its bound (docs/reliability.md "Revisions").
-    ("lib/src/revision.cpp", "read"): (1, "git's answer on a pipe from the spawned child, polled within a bound"),
+    ("lib/src/base/revision.cpp", "read"): (1, "git's answer on a pipe from the spawned child, polled within a bound"),
 }
 
 # Calls that read or write files without the reader's and writer's checks.
@@ -117,7 +117,7 @@ def main():
         if len(lines) != allowed:
             where = ", ".join(f"{key[0]}:{n}" for n in lines)
             failures.append(f"{key[1]}: {len(lines)} call(s), {allowed} allowed ({where}); read and write files "
-                            f"through lib/include/mori/symm/files.hpp")
+                            f"through lib/include/mori/symm/base/files.hpp")
     for key, (count, why) in sorted(ALLOWED.items()):
         if key not in seen:
             failures.append(f"{key[0]}: no {key[1]} call left; remove its allow-list entry ({why})")

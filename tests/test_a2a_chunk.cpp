@@ -1,4 +1,4 @@
-// One chunk limit, checked in one place (mori/symm/a2a_chunk.hpp; docs/mori-a2a.md "Chunk sizes"). Before,
+// One chunk limit, checked in one place (mori/symm/a2a/chunk.hpp; docs/mori-a2a.md "Chunk sizes"). Before,
 // mori-a2a's option parser refused items above 2^40 KiB ("too large"), validate_a2a above 16 GiB ("exceeds
 // 16 GiB", naming no item), and the driver against the device's memory: a size the options accepted was
 // refused later against another limit.
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/a2a_chunk.hpp"
-#include "mori/symm/error.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/chunk.hpp"
+#include "mori/symm/base/error.hpp"
 #include "usage_error.hpp"
 
 using namespace mori::symm;

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/detail/a2a_engine.hpp"
-#include "mori/symm/detail/placement.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/jit.hpp"
-#include "mori/symm/json.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/detail/engine.hpp"
+#include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/json.hpp"
+#include "mori/symm/jit/jit.hpp"
 
 #include "fake_runtime.hpp"
 

@@ -1,4 +1,4 @@
-// The all-to-all's plan (mori/symm/a2a_plan.hpp) held to a table written by hand, not regenerated from the
+// The all-to-all's plan (mori/symm/a2a/plan.hpp) held to a table written by hand, not regenerated from the
 // code: each expected cell names the measurement or the rule behind it. The cells live in one data file,
 // results/expectations/a2a-plan.json (MORI_A2A_PLAN_TABLE), which scripts/evidence also checks every row of a
 // run against (docs/evidence.md "The plan check"); this file builds each case's facts. The facts are those
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a_plan.hpp"
-#include "mori/symm/detail/placement.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/json.hpp"
+#include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/json.hpp"
 
 using namespace mori::symm;
 
@@ -222,7 +222,7 @@ TEST(A2aPlan, FourRanksOverTwoH200s) {
 }
 
 // Per-rank CUDA_VISIBLE_DEVICES: every rank sees its GPU as ordinal 0, and the PCI bus ids tell them apart
-// (detail/placement.hpp), so the plan is that of 8 distinct H200s, with the links' rate read by PCI id
+// (a2a/detail/placement.hpp), so the plan is that of 8 distinct H200s, with the links' rate read by PCI id
 // (docs/mori-a2a.md "Placement").
 TEST(A2aPlan, PerRankVisibleDevices) {
   const A2aFacts f = facts_of(distinct_h200s(8, true), Platform::cuda, 450);
@@ -233,7 +233,7 @@ TEST(A2aPlan, PerRankVisibleDevices) {
 }
 
 // Ranks whose host names differ on one GPU (containers on one machine, one team): the host name is no part
-// of "same GPU" (detail/placement.hpp), so they are one GPU: device scope, and the residency rule decides
+// of "same GPU" (a2a/detail/placement.hpp), so they are one GPU: device scope, and the residency rule decides
 // launches (2 x (2 x 8 + 1) = 34 <= 528: 8 blocks per peer overlapped), as for 8 ranks on one H200.
 TEST(A2aPlan, HostNamesDifferOnOneGpu) {
   const A2aFacts f = facts_of(one_h200(2, true));  // the place a rank sends has no host name to differ in

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a_plan.hpp"
-#include "mori/symm/detail/a2a_engine.hpp"
-#include "mori/symm/detail/placement.hpp"
-#include "mori/symm/jit.hpp"
-#include "mori/symm/json.hpp"
+#include "mori/symm/a2a/detail/engine.hpp"
+#include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/json.hpp"
+#include "mori/symm/jit/jit.hpp"
 
 using namespace mori::symm;
 namespace fs = std::filesystem;

@@ -1,8 +1,8 @@
-// The main job's conclusion (lib/include/mori/symm/a2a_summary.hpp): the default graph length and the best
+// The main job's conclusion (lib/include/mori/symm/a2a/summary.hpp): the default graph length and the best
 // mode per chunk.
 #include <gtest/gtest.h>
 
-#include "mori/symm/a2a_summary.hpp"
+#include "mori/symm/a2a/summary.hpp"
 
 using namespace mori::symm;
 

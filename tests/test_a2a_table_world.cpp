@@ -1,4 +1,4 @@
-// The automatic tables' world dimension (a2a_plan.hpp A2aTableCell; docs/mori-a2a.md "The automatic tables"):
+// The automatic tables' world dimension (a2a/plan.hpp A2aTableCell; docs/mori-a2a.md "The automatic tables"):
 // each cell is keyed by the world it was measured at, a plan for a world without a cell takes the nearest
 // and says so, and each cell's world is the world of the committed sweep it cites.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a_plan.hpp"
-#include "mori/symm/json.hpp"
+#include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/json.hpp"
 
 using namespace mori::symm;
 

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "fake_runtime.hpp"
-#include "mori/symm/doctor.hpp"
-#include "mori/symm/environment.hpp"
+#include "mori/symm/bringup/doctor.hpp"
+#include "mori/symm/bringup/environment.hpp"
 
 using namespace mori::symm;
 using mori::symm::testing::FakeRuntime;

@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/fd_channel.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/comm/fd_channel.hpp"
 
 using namespace mori::symm;
 

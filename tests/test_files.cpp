@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "mori/symm/files.hpp"
+#include "mori/symm/base/files.hpp"
 
 using namespace mori::symm;
 

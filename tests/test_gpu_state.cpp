@@ -1,13 +1,13 @@
-// meta.gpu_state (lib/include/mori/symm/gpu_state.hpp) composed from made-up NVML readings: the decoding of
-// the clocks-event reasons, the deltas over the run, the job's own processes left out, and every absent fact
-// null with the call and NVML's error name beside it.
+// meta.gpu_state (lib/include/mori/symm/platform/gpu_state.hpp) composed from made-up NVML readings: the
+// decoding of the clocks-event reasons, the deltas over the run, the job's own processes left out, and every
+// absent fact null with the call and NVML's error name beside it.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "mori/symm/gpu_state.hpp"
+#include "mori/symm/platform/gpu_state.hpp"
 
 using namespace mori::symm;
 using F = GpuFactId;

@@ -1,12 +1,12 @@
-// mori-probe --health verdicts (lib/include/mori/symm/health.hpp) over made-up facts.
+// mori-probe --health verdicts (lib/include/mori/symm/health/health.hpp) over made-up facts.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
 #include <string>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/health.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/health/health.hpp"
 
 using namespace mori::symm;
 

@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 using namespace mori::symm;
 
@@ -129,7 +129,9 @@ TEST_P(HostRuntimeTest, FreeingReservationWithMappingsIsAnErrorNotACrash) {
 
 INSTANTIATE_TEST_SUITE_P(BothHandleTypes, HostRuntimeTest,
                          ::testing::Values(HandleType::posix_fd, HandleType::fabric),
-                         [](const ::testing::TestParamInfo<HandleType>& p) { return std::string(to_string(p.param)); });
+                         [](const ::testing::TestParamInfo<HandleType>& p) {
+                           return std::string(to_string(p.param));
+                         });
 
 TEST(HostRuntime, UnmapMustCoverWholeMappings) {
   auto rt = make_host_runtime();
@@ -138,9 +140,9 @@ TEST(HostRuntime, UnmapMustCoverWholeMappings) {
   auto* base = static_cast<char*>(rt->reserve(2 * kSize, 0));
   rt->map(base, kSize, h1);
   rt->map(base + kSize, kSize, h2);
-  EXPECT_THROW(rt->unmap(base, kSize / 2), ApiError);             // part of a mapping
-  EXPECT_THROW(rt->map(base, kSize, h2), ApiError);               // already mapped
-  EXPECT_THROW(rt->map(base + 2 * kSize, kSize, h1), ApiError);   // outside the reservation
+  EXPECT_THROW(rt->unmap(base, kSize / 2), ApiError);            // part of a mapping
+  EXPECT_THROW(rt->map(base, kSize, h2), ApiError);              // already mapped
+  EXPECT_THROW(rt->map(base + 2 * kSize, kSize, h1), ApiError);  // outside the reservation
   rt->unmap(base, 2 * kSize);  // one unmap over two whole mappings is allowed (CUDA semantics)
   EXPECT_EQ(rt->live_resources().mappings, 0);
   rt->free_reservation(base, 2 * kSize);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/jit.hpp"
+#include "mori/symm/jit/jit.hpp"
 
 using namespace mori::symm;
 

@@ -1,12 +1,13 @@
-// Which kernels exist for which vendor (docs/amd.md "Which kernels exist for which vendor"): the catalog of an
-// AMD arch is the NVIDIA sm_90 catalog less exactly the bulk-copy kernels, and kernels_left_out names them.
+// Which kernels exist for which vendor (docs/amd.md "Which kernels exist for which vendor"): the catalog of
+// an AMD arch is the NVIDIA sm_90 catalog less exactly the bulk-copy kernels, and kernels_left_out names
+// them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
 
-#include "mori/symm/jit.hpp"
+#include "mori/symm/jit/jit.hpp"
 
 using namespace mori::symm;
 
@@ -46,5 +47,6 @@ TEST(KernelCatalog, AmdGetsEverythingButTheBulkCopies) {
   EXPECT_EQ(nvidia.size(), 55u);
   // The evict-first pushes exist on AMD too (plain loads there; the host never launches them: docs/amd.md).
   EXPECT_TRUE(names("gfx942").count("a2a.hip a2a_push<1, 1, 4, 1, 1>"));
-  for (const auto& k : kernels_left_out("gfx942")) EXPECT_NE(k.needs.find("sm_90"), std::string::npos) << k.needs;
+  for (const auto& k : kernels_left_out("gfx942"))
+    EXPECT_NE(k.needs.find("sm_90"), std::string::npos) << k.needs;
 }

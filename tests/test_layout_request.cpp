@@ -2,9 +2,9 @@
 
 #include <limits>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/layout.hpp"
-#include "mori/symm/request.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/window/layout.hpp"
+#include "mori/symm/window/request.hpp"
 
 using namespace mori::symm;
 
@@ -36,12 +36,15 @@ TEST(Layout, RejectsZeroAndOverflow) {
 namespace {
 std::vector<RendezvousRequest> requests(int n, std::uint64_t bytes = 1 << 20) {
   std::vector<RendezvousRequest> v;
-  for (int r = 0; r < n; ++r) v.push_back(make_request(r, bytes, bytes, 0, bytes, 0, HandleType::posix_fd, 0));
+  for (int r = 0; r < n; ++r)
+    v.push_back(make_request(r, bytes, bytes, 0, bytes, 0, HandleType::posix_fd, 0));
   return v;
 }
 }  // namespace
 
-TEST(Request, ConsistentRequestsPass) { EXPECT_TRUE(validate_requests(requests(4)).empty()); }
+TEST(Request, ConsistentRequestsPass) {
+  EXPECT_TRUE(validate_requests(requests(4)).empty());
+}
 
 TEST(Request, SizeMismatchNamesTheRanks) {
   auto v = requests(4);

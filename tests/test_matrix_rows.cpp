@@ -1,12 +1,12 @@
-// The peer matrix's typed rows (lib/include/mori/symm/matrix.hpp): what was not measured serialises to null
-// with its reason beside it, and the write kernel a row records is the one its JSON and the printed table
-// show. No GPU needed.
+// The peer matrix's typed rows (lib/include/mori/symm/matrix/matrix.hpp): what was not measured serialises to
+// null with its reason beside it, and the write kernel a row records is the one its JSON and the printed
+// table show. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "mori/symm/detail/matrix_write.hpp"
-#include "mori/symm/matrix.hpp"
+#include "mori/symm/matrix/detail/matrix_write.hpp"
+#include "mori/symm/matrix/matrix.hpp"
 
 using namespace mori::symm;
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <set>
 
-#include "mori/symm/detail/matrix_write.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/jit.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/jit/jit.hpp"
+#include "mori/symm/matrix/detail/matrix_write.hpp"
 #include "usage_error.hpp"
 
 using namespace mori::symm;

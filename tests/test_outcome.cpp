@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mori/symm/journal.hpp"
-#include "mori/symm/outcome.hpp"
+#include "mori/symm/base/outcome.hpp"
+#include "mori/symm/teardown/journal.hpp"
 
 using namespace mori::symm;
 

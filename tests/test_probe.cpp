@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "fake_runtime.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/probe.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/bringup/probe.hpp"
 
 using namespace mori::symm;
 using mori::symm::testing::FakeRuntime;

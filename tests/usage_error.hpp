@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "mori/symm/error.hpp"
+#include "mori/symm/base/error.hpp"
 
 namespace mori::symm::test_util {
 

@@ -6,13 +6,13 @@
 // resources end where they started. --size-by-rank gives each rank a different size (the mismatch test).
 #include <cstring>
 
-#include "mori/symm/environment.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/fds.hpp"
-#include "mori/symm/log.hpp"
-#include "mori/symm/probe.hpp"
-#include "mori/symm/tool.hpp"
-#include "mori/symm/window.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/bringup/probe.hpp"
+#include "mori/symm/tool/tool.hpp"
+#include "mori/symm/window/window.hpp"
 
 using namespace mori::symm;
 

@@ -3,15 +3,15 @@
 #include <cstdio>
 #include <map>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/a2a_chunk.hpp"
-#include "mori/symm/a2a_summary.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/fds.hpp"
-#include "mori/symm/log.hpp"
-#include "mori/symm/report.hpp"
-#include "mori/symm/setup_cost.hpp"
-#include "mori/symm/tool.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/chunk.hpp"
+#include "mori/symm/a2a/summary.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/base/report.hpp"
+#include "mori/symm/comm/setup_cost.hpp"
+#include "mori/symm/tool/tool.hpp"
 
 using namespace mori::symm;
 

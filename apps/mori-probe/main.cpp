@@ -8,19 +8,19 @@
 #include <memory>
 #include <set>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/bootstrap.hpp"
-#include "mori/symm/detail/nvml.hpp"
-#include "mori/symm/doctor.hpp"
-#include "mori/symm/environment.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/files.hpp"
-#include "mori/symm/health.hpp"
-#include "mori/symm/jit.hpp"
-#include "mori/symm/matrix.hpp"
-#include "mori/symm/probe.hpp"
-#include "mori/symm/report.hpp"
-#include "mori/symm/tool.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/files.hpp"
+#include "mori/symm/base/report.hpp"
+#include "mori/symm/bringup/doctor.hpp"
+#include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/bringup/probe.hpp"
+#include "mori/symm/comm/bootstrap.hpp"
+#include "mori/symm/health/health.hpp"
+#include "mori/symm/jit/jit.hpp"
+#include "mori/symm/matrix/matrix.hpp"
+#include "mori/symm/platform/detail/nvml.hpp"
+#include "mori/symm/tool/tool.hpp"
 
 using namespace mori::symm;
 

@@ -8,8 +8,8 @@
 #include <ctime>
 #include <filesystem>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/files.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/files.hpp"
 
 namespace mori::symm::teardown {
 

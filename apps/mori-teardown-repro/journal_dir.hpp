@@ -4,8 +4,8 @@
 #include <map>
 #include <string>
 
-#include "mori/symm/bootstrap.hpp"
-#include "mori/symm/journal.hpp"
+#include "mori/symm/comm/bootstrap.hpp"
+#include "mori/symm/teardown/journal.hpp"
 
 namespace mori::symm::teardown {
 

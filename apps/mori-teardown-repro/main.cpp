@@ -13,16 +13,16 @@
 #include <map>
 
 #include "journal_dir.hpp"
-#include "mori/symm/environment.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/fds.hpp"
-#include "mori/symm/journal.hpp"
-#include "mori/symm/log.hpp"
-#include "mori/symm/probe.hpp"
-#include "mori/symm/report.hpp"
-#include "mori/symm/tool.hpp"
-#include "mori/symm/units.hpp"
-#include "mori/symm/window.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/base/report.hpp"
+#include "mori/symm/base/units.hpp"
+#include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/bringup/probe.hpp"
+#include "mori/symm/teardown/journal.hpp"
+#include "mori/symm/tool/tool.hpp"
+#include "mori/symm/window/window.hpp"
 
 using namespace mori::symm;
 

@@ -8,7 +8,7 @@ import time
 
 from .procs import marked, sh
 
-SOCKET_RE = re.compile(r"@(mori-symm-[0-9a-f]+-\d+)")  # lib/src/fd_channel.cpp: FdChannel::socket_name
+SOCKET_RE = re.compile(r"@(mori-symm-[0-9a-f]+-\d+)")  # lib/src/comm/fd_channel.cpp: FdChannel::socket_name
 SMI_S = 10  # each nvidia-smi call
 SETTLE_S = 5.5  # left_behind_after: the case's processes get this long to go
 

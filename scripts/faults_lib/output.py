@@ -6,7 +6,7 @@ ERROR_RE = re.compile(r"^(mori-[\w-]+): error \(rank (\d+)\): (.*)$", re.M)
 NAMED_RE = re.compile(r"(?:ranks not arrived: |no fd arrived from ranks |waiting on rank |sending to rank )([\d,]+)")
 TIMEOUT_RE = re.compile(r"timed out|waited more than")  # bootstrap/FdChannel steps; the device barrier's bound
 ANNOUNCE_RE = re.compile(r"^MORI_FAULT: rank (\d+) entering the timed loop (\S+)$")  # lib/src/a2a/a2a.cpp
-# lib/src/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.
+# lib/src/comm/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.
 STEP_RE = re.compile(r"\brank (\d+) pid \d+\] \[trace\] bootstrap: step '([^']+)' done")
 # Open MPI's mpirun about a rank that failed. MPICH's mpiexec (Hydra) names a failed process by its PID only ("BAD
 # TERMINATION ... PID N ... EXIT CODE: N"), never by rank, so under it these match nothing and each survivor's exit

@@ -11,19 +11,19 @@
 #include <functional>
 #include <thread>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/a2a_plan.hpp"
-#include "mori/symm/bootstrap.hpp"
-#include "mori/symm/detail/fault.hpp"
-#include "mori/symm/detail/nvml.hpp"
-#include "mori/symm/detail/text.hpp"
-#include "mori/symm/environment.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/jit.hpp"
-#include "mori/symm/log.hpp"
-#include "mori/symm/probe.hpp"
-#include "mori/symm/report.hpp"
-#include "mori/symm/window.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/detail/fault.hpp"
+#include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/base/report.hpp"
+#include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/bringup/probe.hpp"
+#include "mori/symm/comm/bootstrap.hpp"
+#include "mori/symm/jit/jit.hpp"
+#include "mori/symm/platform/detail/nvml.hpp"
+#include "mori/symm/window/window.hpp"
 #include "references.hpp"
 
 namespace mori::symm {
@@ -47,7 +47,7 @@ std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string
 
 // Which ranks share a device, whether MPS serves them, which run on MIG instances: one allgather. "Same GPU"
 // is (the node of the load/store team, the device's PCI bus id): the team and the placement come from one
-// source (detail/placement.hpp).
+// source (a2a/detail/placement.hpp).
 detail::Placement find_placement(Runtime& rt, Bootstrap& boot, const DeviceInfo& info, int device,
                                  bool host_runtime, bool* time_sliced) {
   const bool cuda = rt.platform() == Platform::cuda;
@@ -73,7 +73,7 @@ struct A2aBench::Impl {
   HandleType ht = HandleType::posix_fd;
   std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
-  A2aFacts facts;  // what the plan depends on (a2a_plan.hpp); facts.placement: where the ranks sit
+  A2aFacts facts;  // what the plan depends on (a2a/plan.hpp); facts.placement: where the ranks sit
   detail::Placement& placement = facts.placement;
   std::unique_ptr<Window> win;
   std::unique_ptr<detail::A2aEngine> eng;
@@ -186,7 +186,7 @@ struct A2aBench::Impl {
             a2a_ll_pitch(chunk)};
   }
 
-  // The row's kernel shape and launch (a2a_plan.hpp); as_configured = false: auto's shape.
+  // The row's kernel shape and launch (a2a/plan.hpp); as_configured = false: auto's shape.
   PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple,
                 bool as_configured = true) const {
     PushSpec s = a2a_push_plan(cfg, facts, a, sync, chunk, proto, as_configured);

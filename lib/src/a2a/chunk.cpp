@@ -1,13 +1,13 @@
-// The all-to-all's chunk sizes (mori/symm/a2a_chunk.hpp): the one limit and the option parser.
-#include "mori/symm/a2a_chunk.hpp"
+// The all-to-all's chunk sizes (mori/symm/a2a/chunk.hpp): the one limit and the option parser.
+#include "mori/symm/a2a/chunk.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <limits>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/units.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/units.hpp"
 
 namespace mori::symm {
 

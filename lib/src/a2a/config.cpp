@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <string>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/a2a_chunk.hpp"
-#include "mori/symm/a2a_plan.hpp"
-#include "mori/symm/error.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/chunk.hpp"
+#include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/error.hpp"
 
 namespace mori::symm {
 namespace {
@@ -101,7 +101,7 @@ std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes,
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
   if (c.chunks.empty()) throw UsageError("--chunk-kib / -b -e -f: no chunk size given");
   // The direct protocol's wait gives one thread of a 512-thread block to each peer. Checked first: with at
-  // most 512 ranks and the chunk limit (a2a_chunk.hpp), 3 x world x pitch cannot overflow.
+  // most 512 ranks and the chunk limit (a2a/chunk.hpp), 3 x world x pitch cannot overflow.
   if (world > 512) throw UsageError("world size: at most 512 ranks");
   for (std::size_t i = 0; i < c.chunks.size(); ++i) {
     const std::size_t ch = c.chunks[i];

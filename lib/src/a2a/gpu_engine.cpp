@@ -5,12 +5,12 @@
 #include <map>
 #include <string>
 
-#include "mori/symm/detail/a2a_engine.hpp"
-#include "mori/symm/detail/owned.hpp"
-#include "mori/symm/detail/text.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/jit.hpp"
-#include "mori/symm/window.hpp"
+#include "mori/symm/a2a/detail/engine.hpp"
+#include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/jit/jit.hpp"
+#include "mori/symm/platform/detail/owned.hpp"
+#include "mori/symm/window/window.hpp"
 
 namespace mori::symm::detail {
 namespace {

@@ -1,12 +1,12 @@
-// Where the ranks sit (mori/symm/detail/placement.hpp).
-#include "mori/symm/detail/placement.hpp"
+// Where the ranks sit (mori/symm/a2a/detail/placement.hpp).
+#include "mori/symm/a2a/detail/placement.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 
-#include "mori/symm/detail/text.hpp"
-#include "mori/symm/error.hpp"
+#include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/error.hpp"
 
 namespace mori::symm::detail {
 

@@ -1,12 +1,12 @@
-// The all-to-all's plan (mori/symm/a2a_plan.hpp): every automatic choice, from the options and the facts.
-#include "mori/symm/a2a_plan.hpp"
+// The all-to-all's plan (mori/symm/a2a/plan.hpp): every automatic choice, from the options and the facts.
+#include "mori/symm/a2a/plan.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "mori/symm/detail/text.hpp"
-#include "mori/symm/error.hpp"
+#include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/error.hpp"
 #include "references.hpp"
 
 namespace mori::symm {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "mori/symm/bootstrap.hpp"
+#include "mori/symm/comm/bootstrap.hpp"
 
 namespace mori::symm::detail {
 namespace {

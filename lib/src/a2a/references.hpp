@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a.hpp"
-#include "mori/symm/detail/a2a_engine.hpp"
-#include "mori/symm/detail/placement.hpp"
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/detail/engine.hpp"
+#include "mori/symm/a2a/detail/placement.hpp"
 
 namespace mori::symm {
 class Bootstrap;

@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm::cuda {
 namespace {

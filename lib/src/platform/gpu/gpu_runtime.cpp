@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "hip_compat.hpp"
-#include "mori/symm/error.hpp"
-#include "mori/symm/log.hpp"
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 #define HIP_CHECK(expr)                                                                  \
   do {                                                                                   \

@@ -1,5 +1,5 @@
 // Built when no GPU headers were found at configure time: the host runtime is the only one.
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm {
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not) {

@@ -7,8 +7,8 @@
 #include <map>
 #include <mutex>
 
-#include "mori/symm/detail/nvml.hpp"
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/platform/detail/nvml.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm::detail {
 namespace {

@@ -1,7 +1,7 @@
 // Builds without NVIDIA headers (host-only or AMD): no NVML.
 #include <cstdio>
 
-#include "mori/symm/detail/nvml.hpp"
+#include "mori/symm/platform/detail/nvml.hpp"
 
 namespace mori::symm::detail {
 

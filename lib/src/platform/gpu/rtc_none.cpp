@@ -1,5 +1,5 @@
 // Stubs for the compilers this build does not carry.
-#include "mori/symm/detail/rtc.hpp"
+#include "mori/symm/platform/detail/rtc.hpp"
 
 namespace mori::symm::detail {
 #ifndef MORI_HAVE_NVRTC

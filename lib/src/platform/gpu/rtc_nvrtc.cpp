@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "../../rtc_impl.hpp"
+#include "../rtc_impl.hpp"
 
 namespace mori::symm::detail {
 

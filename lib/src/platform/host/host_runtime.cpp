@@ -22,8 +22,8 @@
 #include <map>
 #include <mutex>
 
-#include "mori/symm/error.hpp"
-#include "mori/symm/runtime.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm {
 namespace {

@@ -1,0 +1,100 @@
+// The all-to-all's plan (docs/mori-a2a.md "The plan"): a pure function from the options and the facts every
+// rank gathered (where the ranks sit, the device, its occupancy) to what runs for each chunk: the protocols,
+// each row's kernel shape and launch mode, signal scope and source cache, the SM-copy shapes the ceiling
+// measures, and the physical limit. The driver (lib/src/a2a/a2a.cpp) gathers the facts and executes plans;
+// nothing here talks to a runtime or to MPI, so tests/test_a2a_plan.cpp holds it to a hand-written table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/detail/engine.hpp"
+#include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/platform/runtime.hpp"
+
+namespace mori::symm {
+
+// What the plan depends on, the same on every rank (each fact from one allgather or from this device, whose
+// kind every rank shares in the configurations the suite runs).
+struct A2aFacts {
+  Platform platform = Platform::cuda;
+  detail::Placement placement;    // who shares a device, MPS, MIG, the slowest link (detail/placement.hpp)
+  DeviceInfo device;              // multiprocessors, arch, L2, memory, HBM figures
+  bool cache_hints = false;       // every rank's kernels can mark loads evict-first (JIT arch sm_80+)
+  bool mps_thread_share = false;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100: occupancy not known
+  // Blocks of this push kernel the whole device holds at once (the driver's occupancy, asked once per kernel
+  // instantiation); null: unknown, which means plain launches where ranks share a device.
+  std::function<long(const detail::PushSpec&)> resident_blocks;
+  // Test-only (MORI_FAULT a2a.distinct-policy, compiled out with the other fault points): ranks sharing a GPU
+  // take the plan of distinct GPUs (system scope, normal loads, the remote protocol and blocks-per-peer
+  // tables) while the physical residency rule still decides launches (docs/mori-a2a.md "The plan").
+  bool distinct_policy = false;
+};
+
+// How the ranks sit, as every result row records it ("placement" in mori.a2a/2).
+enum class PlacementClass {
+  host,                   // the host runtime: every rank on the CPU
+  single_rank,            // world 1
+  one_gpu,                // every rank on one GPU (several under MPS, or time-sliced)
+  one_rank_per_gpu,       // each rank on its own GPU
+  several_ranks_per_gpu,  // several GPUs, some shared by several ranks
+};
+const char* to_string(PlacementClass c) noexcept;
+PlacementClass placement_class(const detail::Placement& pl);
+
+// One cell of the automatic tables (docs/mori-a2a.md "The automatic tables"): the protocol, blocks-per-peer
+// and unroll choices measured for one placement (peers on other GPUs, or ranks sharing one GPU) at one world
+// size. The cells live in lib/src/a2a/plan.cpp, each citing its measurements.
+struct A2aTableCell {
+  bool remote = false;          // peers on other GPUs (else ranks sharing one GPU)
+  int world = 0;                // the ranks it was measured at
+  std::size_t simple_from = 0;  // protocol: direct below this chunk, simple from it
+  std::size_t copy_from = 0;    // protocol: copy from this chunk (SIZE_MAX: never)
+  int bpp_floor = 0;            // blocks per peer: at least min(this, one 16-byte vector per thread); 0: none
+  std::size_t unroll8_from = 0;  // unroll 8 from this chunk, else 4
+  const char* source = "";       // the measurements behind it (results/...)
+};
+// The cell a plan for `world` ranks reads: the one measured at that world, else the nearest measured one
+// (nearest by ratio of world sizes, the smaller on a tie); the plan says which (A2aChunkPlan::table_world).
+const A2aTableCell& a2a_table_cell(bool remote, int world);
+// "" where the cell the plan reads was measured at the facts' world; else one line saying which cell it
+// takes.
+std::string a2a_table_note(const A2aFacts& f);
+
+// One chunk's plan.
+struct A2aChunkPlan {
+  std::size_t chunk = 0;
+  std::vector<Protocol> protocols;               // the device-sync rows' protocols (as given, else auto)
+  std::vector<detail::PushSpec> ceiling_copies;  // SM-copy shapes the ceiling measures (auto first)
+  PhysicalLimit physical;
+  int table_world = 0;  // the world the automatic tables' cell was measured at ("table_world" in a row)
+};
+
+// Refusals that depend on the facts (UsageError, exit 2): MIG instances, --signal-scope device where not
+// every rank is on one NVIDIA GPU, --protocol ll where its blocks cannot all be resident, --source-cache
+// evict-first without cache hints on every rank (`ranks_without_hints` names them; `jit_arch`: this rank's
+// kernels' arch,
+// "" off CUDA's runtime).
+void a2a_plan_refusals(const A2aConfig& cfg, const A2aFacts& f, const std::vector<int>& ranks_without_hints,
+                       const std::string& jit_arch);
+
+// The push kernel a row runs: protocol, blocks per peer, unroll, launch mode, signal scope, source cache.
+// as_configured = false: auto's shape whatever --blocks-per-peer, --unroll and --source-cache say.
+detail::PushSpec a2a_push_plan(const A2aConfig& cfg, const A2aFacts& f, Addressing a, bool sync,
+                               std::size_t chunk, Protocol proto = Protocol::simple,
+                               bool as_configured = true);
+
+A2aChunkPlan a2a_chunk_plan(const A2aConfig& cfg, const A2aFacts& f, std::size_t chunk);
+
+// Signals at GPU scope: every rank on this one NVIDIA GPU and --signal-scope not system.
+bool a2a_device_scope(const A2aConfig& cfg, const A2aFacts& f);
+// Blocks per peer the ll protocol may run (all its blocks resident at once); 0 = not even one.
+int a2a_ll_block_limit(const A2aFacts& f, int world);
+// Programmatic dependent launch exists (NVIDIA, compute capability 9.0 and newer).
+bool a2a_overlapping_launch_exists(const A2aFacts& f);
+
+}  // namespace mori::symm

@@ -1,0 +1,37 @@
+#include "mori/symm/base/fds.hpp"
+
+#include <dirent.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+
+namespace mori::symm {
+
+int count_open_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n - 3;  // ".", ".." and the DIR's own fd
+}
+
+std::uint64_t fds_needed_for_team(int team) {
+  // Two per peer (the received fd and the imported handle's own) and 16 for the own allocation, the logs and
+  // the tool's files: the least one window needs. More windows need more (the doctor's fd_limit_low).
+  return 2 * static_cast<std::uint64_t>(std::max(team - 1, 0)) + 16;
+}
+
+FdLimit raise_fd_limit(std::uint64_t wanted) noexcept {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return {};
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < wanted) {
+    rlimit up = rl;
+    up.rlim_cur = rl.rlim_max == RLIM_INFINITY ? wanted : std::min<rlim_t>(wanted, rl.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+  }
+  auto value = [](rlim_t v) { return v == RLIM_INFINITY ? UINT64_MAX : static_cast<std::uint64_t>(v); };
+  return {value(rl.rlim_cur), value(rl.rlim_max)};
+}
+
+}  // namespace mori::symm

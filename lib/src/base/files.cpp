@@ -1,0 +1,353 @@
+// The one reader and the one writer of the tools' files (files.hpp; docs/reliability.md, "Files the tools
+// read and write").
+#include "mori/symm/base/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "mori/symm/base/detail/poll.hpp"
+
+namespace mori::symm {
+namespace {
+
+std::atomic<double> g_file_bound_s{60};
+std::atomic<bool> g_stdout_closed{false};
+std::atomic<bool> g_stdout_failed{false};  // write_stdout already threw: its error is the one to show
+
+constexpr std::size_t kReadChunk = 1 << 20;
+
+std::string format_file_error(const std::string& call, const char* file, int line,
+                              const std::string& api_error, const std::string& detail) {
+  const char* base = std::strrchr(file, '/');
+  std::string s = call + " failed: " + api_error + " at " + (base ? base + 1 : file) + ":" +
+                  std::to_string(line) + " on " + rank_tag();
+  if (!detail.empty()) s += " (" + detail + ")";
+  return s;
+}
+
+ExitCode code_of(FileError::Reason r) {
+  return r == FileError::Reason::call_failed ? ExitCode::runtime : ExitCode::usage;
+}
+
+const char* api_name(FileError::Reason r, int err) {
+  switch (r) {
+    case FileError::Reason::not_regular:
+      return "NOT_A_REGULAR_FILE";
+    case FileError::Reason::too_large:
+      return "EFBIG";
+    case FileError::Reason::call_failed:
+      break;
+  }
+  return errno_name(err);
+}
+
+#define MORI_FILE_FAIL(reason, path, call, err, detail) \
+  throw FileError(FileError::Reason::reason, path, call, __FILE__, __LINE__, err, detail)
+
+// An fd closed on every path.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// "a FIFO", "a folder", ...: what a file that is not a regular file is.
+const char* type_name(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symlink";
+  return "not a regular file";
+}
+
+// " (a symlink to /dev/zero)" where path is a symlink, else "".
+std::string via_symlink(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {};
+  char* real = realpath(path.c_str(), nullptr);
+  if (!real) return ", through a symlink";
+  std::string r = std::string(", a symlink to ") + real;
+  std::free(real);
+  return r;
+}
+
+std::string mib(std::uint64_t bytes) {
+  return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+bool read_impl(const std::string& path, const FileKind& kind, std::string& out, bool absent_ok) {
+  const double bound = g_file_bound_s.load();
+  const auto deadline = detail::deadline_after(bound);
+  const std::string what = std::string("the ") + kind.what + " '" + path + "'";
+  // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; the fstat below refuses it.
+  Fd f{open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+  if (f.fd < 0) {
+    const int err = errno;
+    if (absent_ok && err == ENOENT) return false;
+    struct stat st {};
+    // A socket cannot be opened (ENXIO): say what it is.
+    if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      MORI_FILE_FAIL(
+          not_regular, path, "open(" + path + ")", 0,
+          what + " is " + type_name(st.st_mode) + via_symlink(path) + "; only regular files are read");
+    MORI_FILE_FAIL(call_failed, path, "open(" + path + ")", err, what);
+  }
+  struct stat st {};
+  if (fstat(f.fd, &st) != 0) MORI_FILE_FAIL(call_failed, path, "fstat(" + path + ")", errno, what);
+  if (!S_ISREG(st.st_mode))
+    MORI_FILE_FAIL(
+        not_regular, path, "open(" + path + ")", 0,
+        what + " is " + type_name(st.st_mode) + via_symlink(path) + "; only regular files are read");
+  const std::uint64_t cap = kind.max_bytes;
+  if (static_cast<std::uint64_t>(st.st_size) > cap)
+    MORI_FILE_FAIL(too_large, path, "read(" + path + ")", 0,
+                   what + " holds " + std::to_string(st.st_size) + " bytes, more than the " + mib(cap) +
+                       " a " + kind.what + " may hold");
+  // A file that grows while it is read (or a /proc file, whose size says 0) is still held to the cap: one
+  // byte more than the cap is asked for, and getting it is an error.
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  std::vector<char> buf(kReadChunk);
+  for (;;) {
+    const std::uint64_t room = cap + 1 - data.size();
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(room, buf.size()));
+    const ssize_t n = read(f.fd, buf.data(), want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) MORI_FILE_FAIL(call_failed, path, "read(" + path + ")", errno, what);
+    if (n == 0) break;
+    data.append(buf.data(), static_cast<std::size_t>(n));
+    if (data.size() > cap)
+      MORI_FILE_FAIL(too_large, path, "read(" + path + ")", 0,
+                     what + " grew past the " + mib(cap) + " a " + kind.what + " may hold");
+    if (detail::PollClock::now() > deadline)
+      throw TimeoutError("reading " + what + " took longer than " + format_seconds(bound) +
+                         " s; --timeout-s bounds it");
+  }
+  out = std::move(data);
+  return true;
+}
+
+// Every byte of text to fd, or FileError naming `name`.
+void write_all(int fd, const std::string& text, const std::string& name) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t w = write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) MORI_FILE_FAIL(call_failed, name, "write(" + name + ")", errno, {});
+    if (w == 0) MORI_FILE_FAIL(call_failed, name, "write(" + name + ")", EIO, "no byte written");
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+void write_stdout(const std::string& text) {
+  g_stdout_failed.store(true);
+  if (g_stdout_closed.load())
+    MORI_FILE_FAIL(call_failed, "stdout", "write(stdout)", EBADF,
+                   "stdout is closed; the report was not written");
+  // What stdio holds goes first, so that the report follows it in order.
+  errno = 0;
+  if (std::fflush(stdout) != 0)
+    MORI_FILE_FAIL(call_failed, "stdout", "fflush(stdout)", errno ? errno : EIO, {});
+  write_all(STDOUT_FILENO, text, "stdout");
+  g_stdout_failed.store(false);
+}
+
+}  // namespace
+
+FileError::FileError(Reason reason, const std::string& path, std::string call, const char* file, int line,
+                     int err, const std::string& detail)
+    : Error(code_of(reason), format_file_error(call, file, line, api_name(reason, err), detail)),
+      reason_(reason),
+      path_(path),
+      errno_(err) {}
+
+void set_file_bound(double seconds) noexcept {
+  if (seconds > 0) g_file_bound_s.store(seconds);
+}
+
+std::string read_file(const std::string& path, const FileKind& kind) {
+  std::string out;
+  read_impl(path, kind, out, false);
+  return out;
+}
+
+bool read_file_if_present(const std::string& path, const FileKind& kind, std::string& out) {
+  return read_impl(path, kind, out, true);
+}
+
+std::string resolve_output_path(const std::string& path) {
+  struct stat existing {};
+  if (stat(path.c_str(), &existing) == 0) {
+    // Not a regular file: written in place through the name as given (/dev/stdout's magic link included).
+    if (!S_ISREG(existing.st_mode)) return path;
+    char* real = realpath(path.c_str(), nullptr);
+    if (!real) return path;
+    std::string r(real);
+    std::free(real);
+    return r;
+  }
+  // A new name, or a dangling symlink: followed by hand to the name it will create.
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
+    const ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) return p;
+    std::string target(buf.data(), static_cast<std::size_t>(n));
+    if (target.empty()) return p;
+    if (target[0] != '/') {
+      const auto slash = p.rfind('/');
+      if (slash != std::string::npos) target = p.substr(0, slash + 1) + target;
+    }
+    p = target;
+  }
+  return p;  // a loop: open() reports ELOOP on the original name
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    write_stdout(text);
+    return;
+  }
+  // A symlink is followed; an existing target that is not a regular file (a device node such as /dev/null, a
+  // FIFO, a terminal) is written in place; only a regular file or a new name is replaced by a rename.
+  const std::string target = resolve_output_path(path);
+  struct stat st {};
+  const bool exists = stat(target.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode))
+      MORI_FILE_FAIL(not_regular, target, "open(" + target + ")", 0,
+                     "'" + target + "' is a folder, not a file");
+    // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting without a bound.
+    Fd f{open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
+    if (f.fd < 0) MORI_FILE_FAIL(call_failed, target, "open(" + target + ")", errno, {});
+    const int flags = fcntl(f.fd, F_GETFL);
+    if (flags < 0 || fcntl(f.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+      MORI_FILE_FAIL(call_failed, target, "fcntl(" + target + ", F_SETFL)", errno, {});
+    write_all(f.fd, text, target);
+    return;
+  }
+  // The temporary name does not grow with the target's: a legal long name stays legal.
+  const auto slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
+  // A fresh name, created exclusively: two writers (threads, or processes of the same pid on hosts sharing
+  // the folder) never write into one temporary file.
+  std::string tmp;
+  Fd f{-1};
+  for (int attempt = 0; attempt < 8 && f.fd < 0; ++attempt) {
+    char suffix[24];
+    static std::atomic<unsigned> counter{0};
+    const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::snprintf(suffix, sizeof(suffix), "%x-%08x", counter.fetch_add(1),
+                  static_cast<unsigned>(static_cast<unsigned long long>(ns) & 0xffffffffu));
+    tmp = dir + "/.mori-json-" + std::to_string(getpid()) + "-" + suffix + ".tmp";
+    f.fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (f.fd < 0 && errno != EEXIST) break;
+  }
+  if (f.fd < 0) MORI_FILE_FAIL(call_failed, tmp, "open(" + tmp + ")", errno, {});
+  {  // the temporary file is written, closed and checked before it replaces the target
+    try {
+      // The file it replaces keeps its permission bits (a private 0600 report stays private).
+      if (exists && fchmod(f.fd, st.st_mode & 0777) != 0)
+        MORI_FILE_FAIL(call_failed, tmp, "fchmod(" + tmp + ")", errno, "keeping the mode of " + target);
+      write_all(f.fd, text, tmp);
+    } catch (...) {
+      unlink(tmp.c_str());
+      throw;
+    }
+    const int fd = f.fd;  // closed before the rename, and checked: a deferred write error shows here
+    f.fd = -1;
+    if (close(fd) != 0) {
+      const int err = errno;
+      unlink(tmp.c_str());
+      MORI_FILE_FAIL(call_failed, tmp, "close(" + tmp + ")", err, {});
+    }
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp.c_str());
+    MORI_FILE_FAIL(call_failed, target, "rename(" + tmp + ", " + target + ")", err, {});
+  }
+}
+
+void write_new_file(const std::string& path, const std::string& data, mode_t mode, bool sync) {
+  Fd f{open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)};
+  if (f.fd < 0) MORI_FILE_FAIL(call_failed, path, "open(" + path + ")", errno, {});
+  try {
+    write_all(f.fd, data, path);
+    if (sync && fsync(f.fd) != 0) MORI_FILE_FAIL(call_failed, path, "fsync(" + path + ")", errno, {});
+  } catch (...) {
+    unlink(path.c_str());
+    throw;
+  }
+}
+
+LockFile::LockFile(const std::string& path) {
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd_ < 0) MORI_FILE_FAIL(call_failed, path, "open(" + path + ")", errno, "a lock file");
+}
+
+LockFile::~LockFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void guard_standard_streams() noexcept {
+  // A closed pipe: write() fails with EPIPE, which the writer reports, instead of SIGPIPE ending the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd != STDOUT_FILENO) {
+      // stdin and stderr: /dev/null holds the number (a log line lost to a closed stderr is no report lost).
+      const int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (n >= 0 && n != fd) {
+        dup2(n, fd);
+        close(n);
+      }
+      continue;
+    }
+    // stdout: a pipe whose reader is gone holds the number, so that every write there fails (EPIPE) and
+    // finish_stdout() reports what was lost.
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) continue;
+    if (p[1] != fd) {
+      dup2(p[1], fd);  // closes p[0] where it took fd's number
+      close(p[1]);
+    }
+    if (p[0] != fd) close(p[0]);
+    g_stdout_closed.store(true);
+  }
+}
+
+std::string finish_stdout() noexcept {
+  try {
+    errno = 0;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int err = flush_failed && errno ? errno : 0;
+    if ((!flush_failed && !std::ferror(stdout)) || g_stdout_failed.load()) return {};
+    const std::string lost = "what the tool printed on stdout was lost";
+    if (g_stdout_closed.load())
+      return format_file_error("write(stdout)", __FILE__, __LINE__, "EBADF", "stdout is closed; " + lost);
+    return format_file_error("write(stdout)", __FILE__, __LINE__, err ? errno_name(err) : "EIO", lost);
+  } catch (...) {
+    return "write(stdout) failed";
+  }
+}
+
+}  // namespace mori::symm

@@ -1,0 +1,577 @@
+#include "mori/symm/jit/jit.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "mori/symm/base/detail/poll.hpp"
+#include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/base/files.hpp"
+#include "mori/symm/base/log.hpp"
+#include "mori/symm/platform/detail/rtc.hpp"
+
+namespace mori::symm {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double g_wait_bound_s = 300;  // set_jit_wait_bound(): the tools pass --timeout-s
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return false;
+  std::string s(v);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  throw UsageError(std::string(name) + ": '" + s +
+                   "' is not a boolean (accepted: 1, 0, true, false, yes, no)");
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  write_new_file(path, data, 0600, true);
+}
+
+// A folder we may load code from: ours, and writable by nobody else. Empty string = fine, else why not.
+std::string unsafe_reason(const std::string& dir) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return std::string("cannot stat: ") + errno_name(errno);
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  if (st.st_uid != geteuid()) return "owned by uid " + std::to_string(st.st_uid) + ", not by us";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+  return {};
+}
+
+std::string random_suffix() {
+  std::uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+    r = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  return std::to_string(getpid()) + "-" + std::to_string(r);
+}
+
+std::string image_hash(const CompiledKernels& k) {
+  return hash_hex({std::string(k.image.begin(), k.image.end())});
+}
+
+// Who holds a flock on fd's file, from /proc/locks ("pid N"), or "another process" when it cannot be told.
+std::string lock_holder(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return "another process";
+  char want[64];
+  std::snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::string text;
+  try {
+    text = read_file("/proc/locks", kSystemFile);
+  } catch (const std::exception&) {
+    return "another process";
+  }
+  std::istringstream locks(text);
+  std::string line;
+  while (std::getline(locks, line)) {
+    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; lines with "->" are waiters, not holders.
+    std::istringstream in(line);
+    std::string id, kind, mode, rw, pid, dev;
+    if (!(in >> id >> kind) || kind == "->" || kind != "FLOCK") continue;
+    if (in >> mode >> rw >> pid >> dev && dev == want) return "pid " + pid;
+  }
+  return "another process";
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Serialised lowered names: one "instantiation\tsymbol" per line.
+std::string names_text(const std::map<std::string, std::string>& lowered) {
+  std::string s;
+  for (auto& [k, v] : lowered) s += k + "\t" + v + "\n";
+  return s;
+}
+
+bool parse_names(const std::string& text, std::map<std::string, std::string>& out) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    out[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return true;
+}
+
+std::string manifest_text(const std::string& image, const std::string& names) {
+  return "image " + std::to_string(image.size()) + " " + hash_hex({image}) + "\nnames " +
+         std::to_string(names.size()) + " " + hash_hex({names}) + "\n";
+}
+
+}  // namespace
+
+void set_jit_wait_bound(double seconds) noexcept {
+  if (seconds > 0) g_wait_bound_s = seconds;
+}
+
+std::string hash_hex(const std::vector<std::string>& parts) {
+  std::uint64_t h = detail::kFnvOffset;
+  auto mix = [&](const void* data, std::size_t n) { h = detail::fnv1a(h, data, n); };
+  for (const auto& s : parts) {
+    const std::uint64_t n = s.size();
+    mix(&n, sizeof(n));
+    mix(s.data(), s.size());
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string kernel_dir() {
+  if (const char* d = std::getenv("MORI_KERNEL_DIR"); d && *d) {
+    if (!fs::is_directory(d)) throw UsageError(std::string("MORI_KERNEL_DIR: '") + d + "' is not a folder");
+    return d;
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share" / "mori" / "kernels";
+    if (fs::exists(installed / "prelude.hip", ec)) return installed.string();
+  }
+#ifdef MORI_SOURCE_KERNEL_DIR
+  if (fs::exists(fs::path(MORI_SOURCE_KERNEL_DIR) / "prelude.hip", ec)) return MORI_SOURCE_KERNEL_DIR;
+#endif
+  throw ApiError(
+      "kernel_dir", __FILE__, __LINE__, "KERNELS_NOT_FOUND",
+      "no kernel sources: set MORI_KERNEL_DIR, or install the tools with their share/mori/kernels");
+}
+
+std::string target_arch(Runtime& rt, int device) {
+  if (const char* a = std::getenv("MORI_GPU_ARCHS"); a && *a) {
+    std::string s(a);
+    return s.substr(0, s.find(','));
+  }
+  return rt.device_info(device).arch;
+}
+
+Jit::Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz)
+    : arch_(std::move(arch)),
+      platform_(std::move(platform)),
+      wall_clock_khz_(platform_ == "amd" && wall_clock_rate_plausible(wall_clock_khz) &&
+                              wall_clock_khz != kWallClockDefaultKhz
+                          ? wall_clock_khz
+                          : 0) {
+  if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
+  std::string root;
+  if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
+    root = d;  // asked for explicitly: created when missing
+  } else {
+    // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home. A relative
+    // XDG_CACHE_HOME is invalid and ignored, as the XDG Base Directory specification says (it would put the
+    // cache under whatever folder the job was started in).
+    std::error_code ec;
+    const char* home = std::getenv("HOME");
+    const char* xdg_env = std::getenv("XDG_CACHE_HOME");
+    const bool xdg_relative = xdg_env && *xdg_env && xdg_env[0] != '/';
+    const char* xdg = xdg_relative ? nullptr : xdg_env;
+    if (xdg_relative) spdlog::debug("jit: XDG_CACHE_HOME '{}' is not an absolute path; ignored", xdg_env);
+    if (home && *home && fs::is_directory(home, ec)) {
+      root = std::string(home) + "/.mori/jit";
+    } else if (xdg && *xdg && fs::is_directory(xdg, ec)) {
+      root = std::string(xdg) + "/mori/jit";
+    } else {
+      const std::string ignored =
+          xdg_relative ? "; XDG_CACHE_HOME '" + std::string(xdg_env) + "' is relative, so ignored" : "";
+      memory_reason_ = home && *home
+                           ? "no cache folder (HOME '" + std::string(home) + "' is not a folder" + ignored +
+                                 "; set MORI_JIT_CACHE_DIR or XDG_CACHE_HOME)"
+                           : "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set" + ignored + ")";
+    }
+  }
+  if (!root.empty()) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    // A symlinked root (~/.mori/jit -> /scratch/jit) is followed: the checks apply to its target.
+    std::string real = root;
+    if (!ec) {
+      const fs::path canon = fs::canonical(root, ec);
+      if (!ec) real = canon.string();
+    }
+    spdlog::debug("jit: cache root {}{}", root, real == root ? "" : " -> " + real);
+    if (ec) {
+      memory_reason_ = "cannot create " + root + ": " + ec.message();
+    } else if (auto why = unsafe_reason(real); !why.empty()) {
+      memory_reason_ = "refusing cache folder " + root + ": " + why;
+    } else if (access(real.c_str(), W_OK) != 0) {
+      memory_reason_ = "cache folder " + root + " is not writable";
+    } else {
+      root_ = real + "/" + arch_ + "_" + platform_;
+      if (mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) {
+        memory_reason_ = "cannot create " + root_ + ": " + errno_name(errno);
+        root_.clear();
+      } else if (auto why2 = unsafe_reason(root_); !why2.empty()) {
+        memory_reason_ = "refusing cache folder " + root_ + ": " + why2;
+        root_.clear();
+      }
+    }
+  }
+  if (root_.empty()) spdlog::warn("jit: compiling in memory: {}", memory_reason_);
+}
+
+Jit::~Jit() = default;
+
+detail::RuntimeCompiler& Jit::compiler() {
+  if (!rtc_) {
+    std::string why;
+    rtc_ = platform_ == "amd" ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+    if (!rtc_) throw ApiError("load runtime compiler", __FILE__, __LINE__, "RTC_UNAVAILABLE", why);
+    if (env_on("MORI_JIT_VERBOSE"))
+      spdlog::info("jit: {} {} from {}", rtc_->name(), rtc_->version(), rtc_->library());
+  }
+  return *rtc_;
+}
+
+std::vector<std::string> jit_defines(const std::string& platform, std::uint64_t wall_clock_khz) {
+  std::vector<std::string> d = {"-DMORI_KERNEL_PLATFORM_" + platform};
+  // kernels/prelude.hip defines MORI_WALLCLOCK_HZ as 100 MHz where no option does (docs/amd.md).
+  if (platform == "amd" && wall_clock_rate_plausible(wall_clock_khz) &&
+      wall_clock_khz != kWallClockDefaultKhz)
+    d.push_back("-DMORI_WALLCLOCK_HZ=" + std::to_string(wall_clock_khz * 1000) + "ull");
+  return d;
+}
+
+std::vector<std::string> Jit::options() {
+  std::vector<std::string> o = {compiler().arch_option(arch_), "-std=c++17"};
+  for (auto& d : jit_defines(platform_, wall_clock_khz_)) o.push_back(std::move(d));
+  if (platform_ == "cuda") o.push_back("--use_fast_math");
+  return o;
+}
+
+namespace {
+
+// The names in `#include "name"` lines of a source (angle-bracket includes are the compiler's own).
+std::vector<std::string> quoted_includes(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line[i] != '#') continue;
+    i = line.find_first_not_of(" \t", i + 1);
+    if (i == std::string::npos || line.compare(i, 7, "include") != 0) continue;
+    i = line.find_first_not_of(" \t", i + 7);
+    if (i == std::string::npos || line[i] != '"') continue;
+    const std::size_t end = line.find('"', i + 1);
+    if (end != std::string::npos && end > i + 1) names.push_back(line.substr(i + 1, end - i - 1));
+  }
+  return names;
+}
+
+constexpr std::size_t kMaxKernelHeaders = 64;
+
+}  // namespace
+
+KernelSource Jit::source_of(const KernelSpec& spec) const {
+  const std::string dir = kernel_dir();
+  if (spec.file.find('/') != std::string::npos) throw UsageError("kernel file names carry no folder");
+  KernelSource s;
+  // The prelude, then the ABI shared with the host (kernels/abi.hip), then the kernel: all of it is the
+  // source the cache key hashes.
+  s.text = read_file(dir + "/prelude.hip", kKernelSource) + "\n#line 1 \"abi.hip\"\n" +
+           read_file(dir + "/abi.hip", kKernelSource) + "\n#line 1 \"" + spec.file + "\"\n" +
+           read_file(dir + "/" + spec.file, kKernelSource);
+  // Headers the sources include from the kernel folder are read here, through the same reader, and handed to
+  // the compiler by name: it never opens a file of the kernel folder itself, and they are part of the key.
+  std::vector<std::string> pending = quoted_includes(s.text);
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    if (!seen.insert(name).second) continue;
+    if (seen.size() > kMaxKernelHeaders)
+      throw UsageError("kernel sources in '" + dir + "' include more than " +
+                       std::to_string(kMaxKernelHeaders) + " headers");
+    std::string text;
+    if (!read_file_if_present(name[0] == '/' ? name : dir + "/" + name, kKernelSource, text)) continue;
+    for (auto& n : quoted_includes(text)) pending.push_back(std::move(n));
+    s.headers.emplace_back(name, std::move(text));
+  }
+  return s;
+}
+
+bool Jit::precompile_requested() {
+  return env_on("MORI_PRECOMPILE");
+}
+
+std::string Jit::key_of(const KernelSpec& spec) {
+  return key_of(spec, source_of(spec));
+}
+
+std::string jit_key(const KernelSpec& spec, const KernelSource& source,
+                    const std::vector<std::string>& compiler, const std::string& arch,
+                    const std::string& platform, const std::vector<std::string>& options) {
+  // Without headers the key is that of the source alone, as before headers were read.
+  std::string text = source.text;
+  for (const auto& [name, body] : source.headers) text += std::string(1, '\0') + name + '\0' + body;
+  std::vector<std::string> parts = {text};
+  for (const auto& c : compiler) parts.push_back(c);
+  parts.push_back(arch);
+  parts.push_back(platform);
+  for (const auto& o : options) parts.push_back(o);
+  for (const auto& i : spec.instantiations) parts.push_back(i);
+  return hash_hex(parts) + hash_hex({parts[0], spec.file});
+}
+
+std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
+  return jit_key(spec, source, {compiler().name(), compiler().version(), compiler().identity()}, arch_,
+                 platform_, options());
+}
+
+namespace {
+
+// Loads the cache entry into `out`; false where it is missing or unusable (an unusable one is moved aside).
+bool load_entry(const std::string& root, const std::string& entry, const KernelSpec& spec,
+                CompiledKernels& out) {
+  std::error_code ec;
+  if (!fs::exists(entry, ec)) return false;
+  std::string why = unsafe_reason(entry);
+  std::string image, names, manifest;
+  if (why.empty()) {
+    try {
+      image = read_file(entry + "/image.bin", kJitCacheFile);
+      names = read_file(entry + "/names.txt", kJitCacheFile);
+      manifest = read_file(entry + "/manifest", kJitCacheFile);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  std::map<std::string, std::string> lowered;
+  if (why.empty() && manifest != manifest_text(image, names))
+    why = "size or hash does not match its manifest";
+  if (why.empty() && !parse_names(names, lowered)) why = "names.txt is malformed";
+  for (const auto& inst : spec.instantiations)
+    if (why.empty() && !lowered.count(inst)) why = "lacks " + inst;
+  if (!why.empty()) {
+    spdlog::warn("jit: cache entry {} is unusable ({}); rebuilding it", entry, why);
+    const std::string trash = root + "/.trash-" + random_suffix();
+    if (rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
+    return false;
+  }
+  out.image.assign(image.begin(), image.end());
+  out.lowered = std::move(lowered);
+  return true;
+}
+
+// The per-key lock: one process compiles, the others wait (bounded by --timeout-s) and then load.
+class EntryLock {
+ public:
+  EntryLock(const std::string& path, const std::string& file) : file_(path) {
+    wait(path, file);
+    spdlog::debug("jit: lock {} taken", path);
+  }
+  ~EntryLock() { flock(file_.fd(), LOCK_UN); }
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+
+ private:
+  void wait(const std::string& path, const std::string& file) {
+    const int fd = file_.fd();
+    const double bound = g_wait_bound_s;
+    const auto waiting_since = Clock::now();
+    bool said = false;
+    const bool locked = detail::poll_until(
+        [&] {
+          if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+          if (errno != EWOULDBLOCK && errno != EINTR)
+            throw ApiError("flock(" + path + ")", __FILE__, __LINE__, errno_name(errno));
+          if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
+            spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
+                         path, lock_holder(fd), file);
+            said = true;
+          }
+          return false;
+        },
+        detail::deadline_after(bound), detail::Backoff::sleeping(std::chrono::milliseconds(2)));
+    if (!locked)
+      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + path + " held by " +
+                         lock_holder(fd) + " (another process compiling " + file +
+                         "); --timeout-s bounds it");
+  }
+
+  LockFile file_;
+};
+
+// Publishes a compiled entry: writes a private folder, then renames it into place in one step. A failure is a
+// warning: the kernels are compiled either way.
+void publish_entry(const std::string& root, const std::string& entry, const CompiledKernels& out,
+                   const std::string& file) {
+  const std::string tmp = root + "/.tmp-" + out.key + "-" + random_suffix();
+  try {
+    MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
+    const std::string names = names_text(out.lowered);
+    const std::string image(out.image.begin(), out.image.end());
+    write_file(tmp + "/image.bin", image);
+    write_file(tmp + "/names.txt", names);
+    const std::string manifest = manifest_text(image, names);
+    write_file(tmp + "/manifest", manifest);
+    if (rename(tmp.c_str(), entry.c_str()) != 0) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
+    }
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    spdlog::warn("jit: could not publish {} to the cache: {}", file, e.what());
+  }
+}
+
+}  // namespace
+
+CompiledKernels Jit::get(const KernelSpec& spec) {
+  const bool verbose = env_on("MORI_JIT_VERBOSE");
+  const bool disabled = env_on("MORI_DISABLE_JIT");
+  const KernelSource source = source_of(spec);
+  CompiledKernels out;
+  out.key = key_of(spec, source);
+  const auto t0 = Clock::now();
+
+  auto compile = [&](const char* where) {
+    if (disabled)
+      throw ApiError(
+          "jit " + spec.file, __FILE__, __LINE__, "JIT_DISABLED",
+          "MORI_DISABLE_JIT=1 and no cached entry " + out.key + (root_.empty() ? "" : " under " + root_));
+    if (verbose)
+      spdlog::info("jit: compiling {} [{}] for {} ({}) key {}", spec.file, spec.instantiations.size(), arch_,
+                   where, out.key);
+    auto r = compiler().compile(source.text, spec.file, source.headers, spec.instantiations, options());
+    if (!r.log.empty() && verbose) spdlog::info("jit: compiler log for {}:\n{}", spec.file, r.log);
+    out.image = std::move(r.image);
+    out.lowered = std::move(r.lowered);
+    if (verbose) spdlog::info("jit: compiled {} in {:.1f} ms", spec.file, ms_since(t0));
+  };
+
+  auto in_memory = [&] {
+    compile("in memory");
+    record({spec.file, out.key, "memory", ms_since(t0), image_hash(out)});
+    return out;
+  };
+  if (root_.empty()) return in_memory();
+
+  const std::string entry = root_ + "/" + out.key;
+  auto try_load = [&] { return load_entry(root_, entry, spec, out); };
+
+  auto loaded = [&] {
+    record({spec.file, out.key, "cache", ms_since(t0), image_hash(out)});
+    if (verbose)
+      spdlog::info("jit: loaded {} from cache in {:.2f} ms, image {}", spec.file, stats_.back().ms,
+                   stats_.back().image_hash);
+    return out;
+  };
+  if (try_load()) return loaded();
+  // One process compiles; the others wait on the lock (bounded by --timeout-s) and then load.
+  std::optional<EntryLock> lock;
+  try {
+    lock.emplace(root_ + "/" + out.key + ".lock", spec.file);
+  } catch (const FileError& e) {
+    // The cache folder went away under the job (removed, unmounted): like a failed publish, a warning. This
+    // kernel and the ones after it compile in memory.
+    memory_reason_ = "the cache folder " + root_ + " went away during the job: " + e.what();
+    spdlog::warn("jit: compiling {} in memory: {}", spec.file, memory_reason_);
+    root_.clear();
+    return in_memory();
+  }
+  if (try_load()) return loaded();
+  compile("cold");
+  publish_entry(root_, entry, out, spec.file);
+  record({spec.file, out.key, "compiled", ms_since(t0), image_hash(out)});
+  if (verbose)
+    spdlog::info("jit: published {} in {:.1f} ms, image {}", spec.file, stats_.back().ms,
+                 stats_.back().image_hash);
+  return out;
+}
+
+namespace {
+struct Loaded {
+  std::mutex mu;
+  std::vector<std::pair<std::string, JitEntryStats>> entries;  // arch, entry
+};
+Loaded& loaded_kernels() {
+  static Loaded l;
+  return l;
+}
+}  // namespace
+
+void Jit::record(JitEntryStats s) {
+  {
+    std::lock_guard lk(loaded_kernels().mu);
+    loaded_kernels().entries.emplace_back(arch_, s);
+  }
+  stats_.push_back(std::move(s));
+}
+
+Json loaded_kernels_json() {
+  std::lock_guard lk(loaded_kernels().mu);
+  if (loaded_kernels().entries.empty()) return nullptr;
+  Json entries = Json::array();
+  for (const auto& [arch, s] : loaded_kernels().entries)
+    entries.push_back({{"arch", arch},
+                       {"file", s.file},
+                       {"key", s.key},
+                       {"source", s.source},
+                       {"image_hash", s.image_hash}});
+  return {{"entries", entries}};
+}
+
+Json Jit::stats_json() const {
+  Json j;
+  double cold = 0, load = 0;
+  Json entries = Json::array();
+  for (const auto& s : stats_) {
+    (s.source == "cache" ? load : cold) += s.ms;
+    entries.push_back(
+        {{"file", s.file}, {"key", s.key}, {"source", s.source}, {"ms", s.ms}, {"image_hash", s.image_hash}});
+  }
+  j["arch"] = arch_;
+  j["compiler"] = rtc_ ? rtc_->name() + " " + rtc_->version() : "not loaded";
+  j["cache_dir"] = root_.empty() ? Json(nullptr) : Json(root_);
+  j["kernel_dir"] = kernel_dir();
+  if (!memory_reason_.empty()) j["in_memory_reason"] = memory_reason_;
+  j["cold_compile_ms"] = cold;
+  j["cache_load_ms"] = load;
+  j["entries"] = entries;
+  return j;
+}
+
+KernelModule::KernelModule(Runtime& rt, const CompiledKernels& k) : rt_(rt) {
+  module_ = rt_.module_load(k.image);
+  try {
+    for (const auto& [inst, sym] : k.lowered) functions_[inst] = rt_.module_function(module_, sym);
+  } catch (...) {
+    rt_.module_unload(module_);
+    throw;
+  }
+}
+
+KernelModule::~KernelModule() {
+  rt_.module_unload(module_);
+}
+
+Function KernelModule::function(const std::string& inst) const {
+  auto it = functions_.find(inst);
+  if (it == functions_.end())
+    throw ApiError("KernelModule::function(" + inst + ")", __FILE__, __LINE__, "NOT_FOUND");
+  return it->second;
+}
+
+}  // namespace mori::symm
