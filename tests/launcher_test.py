@@ -56,6 +56,16 @@ def error_lines(out, tool):
     return [x for x in out.splitlines() if x.startswith(f"{tool}: error")]
 
 
+def recorded(folder):
+    """A shell around one process that writes its exit code into folder (a file per process): a launcher's own
+    exit code is one process's, and a launcher may end the others before they print."""
+    return ["/bin/sh", "-c", 'st=0; "$@" || st=$?; echo $st > "$0/$$"; exit $st', folder]
+
+
+def exit_codes(folder):
+    return sorted(open(os.path.join(folder, n)).read().strip() for n in os.listdir(folder))
+
+
 VENDOR = harness.mpi_vendor(MPIRUN)  # the MPI this build's tools were built with
 BUILT_WITH = "MPICH" if VENDOR == "MPICH" else "Open MPI"  # as the tools' error line names it
 
@@ -110,11 +120,26 @@ if PART == "mpich" and VENDOR == "MPICH" and ompi is None:
     skip("MPICH build: the reverse check needs Open MPI's launcher (mpirun.openmpi), not found")
 elif PART == "mpich" and VENDOR == "MPICH":
     base = harness.leftovers(TMP)
+    # Open MPI's mpirun ends the others once one process exits non-zero, so a process still inside MPI_Init may be
+    # killed before it prints: told not to (orte_abort_on_non_zero_status 0), it lets each finish, and each
+    # process's own exit code is recorded by a shell around it (mpirun then exits 0 for processes that never
+    # joined its job, so its own code says nothing). One run as users type it checks mpirun's exit code 2.
     for tool, args in TOOLS.items():
-        rc, out, js = run([ompi, "--oversubscribe", "-n", "3", os.path.join(BIN, tool), *args], clean_env(),
-                          f"ompi-{tool}", timeout=120)
-        refused(f"{os.path.basename(ompi)} -n 3 {tool} (MPICH build)", rc, out, js, tool, 3, "OMPI_COMM_WORLD_SIZE",
-                processes=3)
+        codes = os.path.join(TMP, f"codes-{tool}")
+        os.makedirs(codes)
+        each = recorded(codes)
+        rc, out, js = run([ompi, "--oversubscribe", "-n", "3", *each, os.path.join(BIN, tool), *args],
+                          clean_env(OMPI_MCA_orte_abort_on_non_zero_status="0"), f"ompi-{tool}", timeout=120)
+        got = exit_codes(codes)
+        refused(f"{os.path.basename(ompi)} -n 3 {tool} (MPICH build)", 2 if got == ["2"] * 3 else -1,
+                f"per-process exit codes {got}\n{out}", js,
+                tool, 3, "OMPI_COMM_WORLD_SIZE", processes=3)
+    rc, out, js = run([ompi, "--oversubscribe", "-n", "3", os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]],
+                      clean_env(), "ompi-as-typed", timeout=120)
+    lines = error_lines(out, "mori-a2a")
+    check(f"{os.path.basename(ompi)} -n 3 mori-a2a as typed (MPICH build): exit 2 and the refusal printed",
+          rc == 2 and 1 <= len(lines) <= 3 and all("OMPI_COMM_WORLD_SIZE=3" in x for x in lines)
+          and not os.path.exists(js), out)
     after = harness.leftovers(TMP)
     check("nothing left behind under mpirun.openmpi (sockets, shm objects, processes)",
           after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))
@@ -130,10 +155,22 @@ if PART == "mpich" and hydra is None:
     check(f"MPICH's launcher present under CI=true: {why}", False)
 elif PART == "mpich":
     base = harness.leftovers(TMP)
+    # As under mpirun.openmpi above: Hydra told to let every process finish (-disable-auto-cleanup), each
+    # process's exit code recorded; one run as typed for the launcher's own exit code.
     for tool, args in TOOLS.items():
-        rc, out, js = run([hydra, "-n", "3", os.path.join(BIN, tool), *args], clean_env(), f"hydra-{tool}",
-                          timeout=120)
-        refused(f"{os.path.basename(hydra)} -n 3 {tool}", rc, out, js, tool, 3, "PMI_SIZE", processes=3)
+        codes = os.path.join(TMP, f"codes-{tool}")
+        os.makedirs(codes)
+        rc, out, js = run([hydra, "-disable-auto-cleanup", "-n", "3", *recorded(codes), os.path.join(BIN, tool),
+                           *args], clean_env(), f"hydra-{tool}", timeout=120)
+        got = exit_codes(codes)
+        refused(f"{os.path.basename(hydra)} -n 3 {tool}", 2 if got == ["2"] * 3 else -1,
+                f"per-process exit codes {got}\n{out}", js, tool, 3, "PMI_SIZE", processes=3)
+    rc, out, js = run([hydra, "-n", "3", os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], clean_env(),
+                      "hydra-as-typed", timeout=120)
+    lines = error_lines(out, "mori-a2a")
+    check(f"{os.path.basename(hydra)} -n 3 mori-a2a as typed: exit 2 and the refusal printed",
+          rc == 2 and 1 <= len(lines) <= 3 and all("PMI_SIZE=3" in x for x in lines) and not os.path.exists(js),
+          out)
     after = harness.leftovers(TMP)
     check("nothing left behind under mpiexec.mpich (sockets, shm objects, processes)",
           after[0] <= base[0] and after[1] <= base[1] and after[3] <= base[3], str(after))

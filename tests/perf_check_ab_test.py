@@ -6,9 +6,11 @@ usage: perf_check_ab_test.py BIN_DIR MPIRUN...
 No timed assertion: the host runtime's times say nothing about the code. What is checked is the mechanics: the
 runs alternate A B / B A, every run's report is gated (baseline = one side's runs), the worktree of the baseline
 revision is made and always removed (also when its build fails: exit 3), usage errors exit 2 before anything
-runs, and a current side whose reports say it is twice as slow (a wrapper that doctors the real report, made
-below) fails the gate; so does a current side given the test-only fault a2a.slow-kernel by --current-env (from a
-copy of the scripts without .git, where REV is taken as stated), and a malformed --current-env is exit 2.
+runs, and a current side whose reports say it is a thousand times slower (a wrapper that doctors the real report,
+made below; beyond any allowance the host runtime's noise can give two runs, where 2x was judged CANNOT_JUDGE on a
+busy 2-core machine) fails the gate; so does a current side given the test-only fault a2a.slow-kernel by
+--current-env (from a copy of the scripts without .git, where REV is taken as stated), and a malformed
+--current-env is exit 2.
 
 In a tree without .git (a release tarball, a GPU machine's copy) REV is taken as stated there too, and the checks
 that need git (the baseline built in a worktree, a failing baseline build, a REV that is not a commit) are printed
@@ -82,8 +84,9 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         not_run(name, NO_GIT)
 
-    # A current side whose reports say it is twice as slow must fail the gate. The wrapper keeps its descriptors
-    # open for the tool: MPICH's launcher hands each rank its PMI connection as an inherited fd (PMI_FD).
+    # A current side whose reports say it is a thousand times slower must fail the gate (the allowance of two noisy
+    # host-runtime runs has read over 590 %: a factor of 2 is then rightly CANNOT_JUDGE). The wrapper keeps its
+    # descriptors open for the tool: MPICH's launcher hands each rank its PMI connection as an inherited fd (PMI_FD).
     slow_bin = os.path.join(tmp, "slow-bin")
     os.makedirs(slow_bin)
     wrapper = os.path.join(slow_bin, "mori-a2a")
@@ -97,15 +100,16 @@ try:
 except (OSError, ValueError):
     sys.exit(rc)
 for r in d["results"]:
-    r["time_us"]["p50"] *= 2
-    r["total_bw_gbps"] /= 2
+    r["time_us"]["p50"] *= 1000
+    r["total_bw_gbps"] /= 1000
 json.dump(d, open(path, "w"))
 sys.exit(rc)
 """)
     os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR)
     rc, out = perf("--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", slow_bin, "--runs", "2", "--",
                    *MPIRUN, *A2A)
-    check("a current side twice as slow fails the A/B gate: exit 1, SLOWER", rc == 1 and "SLOWER" in out, out)
+    check("a current side a thousand times slower fails the A/B gate: exit 1, SLOWER", rc == 1 and "SLOWER" in out,
+          out)
 
     # The fault point as the treatment of one side (MORI_FAULT is part of the row identity: A/B leaves it out of
     # both sides', so the rows are compared), run from a copy of the scripts without .git, as on a GPU machine
