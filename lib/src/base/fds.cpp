@@ -16,10 +16,12 @@ int count_open_fds() {
   return n - 3;  // ".", ".." and the DIR's own fd
 }
 
-std::uint64_t fds_needed_for_team(int team) {
-  // Two per peer (the received fd and the imported handle's own) and 16 for the own allocation, the logs and
-  // the tool's files: the least one window needs. More windows need more (the doctor's fd_limit_low).
-  return 2 * static_cast<std::uint64_t>(std::max(team - 1, 0)) + 16;
+std::uint64_t fds_needed_for_team(int team, int open_now) {
+  // What is open, two per peer (the received fd and the imported handle's own) and 16 for the own allocation,
+  // the socket and the tool's files: the least one window needs. More windows need more (the doctor's
+  // fd_limit_low).
+  const std::uint64_t open = open_now < 0 ? 64 : static_cast<std::uint64_t>(open_now);
+  return open + 2 * static_cast<std::uint64_t>(std::max(team - 1, 0)) + 16;
 }
 
 FdLimit raise_fd_limit(std::uint64_t wanted) noexcept {

@@ -132,6 +132,7 @@ struct JobIdentity {
   char args[200];         // argv[1..] as the message shows it (cut)
   std::uint64_t fd_soft;  // RLIMIT_NOFILE after raising it towards what the team needs
   std::uint64_t fd_hard;
+  std::uint64_t fd_need;  // what this rank needs: its open descriptors, two per peer and a margin
 };
 
 void copy_field(char* dst, std::size_t n, const std::string& s) {
@@ -184,10 +185,11 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   copy_field(mine.args, sizeof(mine.args), "'" + args + "'");
   // Raised towards what the doctor recommends for one window (fd_limit_low); refused below the least that
   // one window's exchange needs.
-  const std::uint64_t fds_needed = fds_needed_for_team(boot.team_size());
+  const std::uint64_t fds_needed = fds_needed_for_team(boot.team_size(), count_open_fds());
   const FdLimit limit = raise_fd_limit(std::max(fds_needed, fd_needed(boot.team_size(), 1)));
   mine.fd_soft = limit.soft;
   mine.fd_hard = limit.hard;
+  mine.fd_need = fds_needed;
   const auto all = boot.allgather_value("tool.job", mine);
 
   std::vector<std::string> tools, code, options;
@@ -219,19 +221,21 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   // Before any allocation: a rank that would run out of descriptors in the handle exchange says so now, on
   // every rank, instead of failing (or timing out) half-way through it (docs/setup.md, "Large jobs").
   std::vector<int> short_of;
-  std::uint64_t lowest = UINT64_MAX, hard = UINT64_MAX;
+  std::uint64_t lowest = UINT64_MAX, hard = UINT64_MAX, need = 0;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r].fd_soft >= fds_needed) continue;
+    if (all[r].fd_soft >= all[r].fd_need) continue;
     short_of.push_back(static_cast<int>(r));
     if (all[r].fd_soft < lowest) lowest = all[r].fd_soft, hard = all[r].fd_hard;
+    need = std::max(need, all[r].fd_need);
   }
   if (!short_of.empty())
     throw UsageError(
         "the descriptor limit (ulimit -n) is " + std::to_string(lowest) + " (hard " + std::to_string(hard) +
-        ") on ranks " + detail::join_ranks(short_of) + ", below the " + std::to_string(fds_needed) +
+        ") on ranks " + detail::join_ranks(short_of) + ", below the " + std::to_string(need) +
         " a rank of a " + std::to_string(boot.team_size()) +
-        "-rank team needs at least (two per peer and 16); raise it before starting the job (ulimit -n " +
-        std::to_string(fds_needed) + ", or the hard limit: limits.conf / the launcher's)");
+        "-rank team needs at least (those open already, two per peer and 16); raise it before starting the "
+        "job (ulimit -n " +
+        std::to_string(need) + ", or the hard limit: limits.conf / the launcher's)");
 }
 
 // A report or table lost on stdout (a full disk, a closed pipe or stdout) turns a success into exit 3, with
