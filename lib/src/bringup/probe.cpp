@@ -167,6 +167,10 @@ HandleType choose_handle_type(Runtime& rt, int device) {
   return *p.chosen;
 }
 
+HandleType resolve_handle_type(Runtime& rt, int device, const std::optional<HandleType>& choice) {
+  return choice ? *choice : choose_handle_type(rt, device);
+}
+
 namespace {
 Json handle_json(const HandleProbe& h) {
   Json steps = Json::array();

@@ -44,6 +44,15 @@ HandleType parse_handle_type(const std::string& s) {
   throw UsageError("--handle-type: unknown value '" + s + "' (accepted: auto, posix_fd, fabric)");
 }
 
+std::optional<HandleType> parse_handle_choice(const std::string& s) {
+  if (s == "auto") return std::nullopt;
+  return parse_handle_type(s);
+}
+
+const char* to_string(const std::optional<HandleType>& t) noexcept {
+  return t ? to_string(*t) : "auto";
+}
+
 Backend parse_backend(const std::string& s) {
   if (s == "auto") return Backend::auto_select;
   if (s == "gpu") return Backend::gpu;

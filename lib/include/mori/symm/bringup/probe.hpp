@@ -49,6 +49,8 @@ void decide(DeviceProbe& p);
 
 // The handle type a window should use on `device`; throws ApiError naming the reason when none works.
 HandleType choose_handle_type(Runtime& rt, int device);
+// The user's choice where given (--handle-type), else choose_handle_type.
+HandleType resolve_handle_type(Runtime& rt, int device, const std::optional<HandleType>& choice);
 
 Json to_json(const DeviceProbe& p);
 

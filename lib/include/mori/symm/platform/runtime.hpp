@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ enum class HandleType : int { posix_fd = 1, fabric = 2 };
 const char* to_string(HandleType t) noexcept;
 // "posix_fd" | "fabric"; throws UsageError otherwise.
 HandleType parse_handle_type(const std::string& s);
+// --handle-type: "auto" (empty: chosen by trying, choose_handle_type) | "posix_fd" | "fabric"; throws
+// UsageError otherwise. Parsed once, where the option is read.
+std::optional<HandleType> parse_handle_choice(const std::string& s);
+// The name of a choice: "auto" for none.
+const char* to_string(const std::optional<HandleType>& t) noexcept;
 
 // An in-band shareable handle: 64 opaque bytes that ride an allgather.
 struct FabricBlob {
