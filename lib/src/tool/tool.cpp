@@ -59,10 +59,6 @@ void check_output_path(const std::string& option, const std::string& path) {
 
 namespace {
 
-constexpr double kMinEndBoundS = 1.0;
-constexpr double kTreeCheckBoundS =
-    10.0;  // git's answer about the source tree (docs/reliability.md, Revisions)
-
 void add_common(CLI::App& app, CommonOptions& o) {
   // A later occurrence of an option wins, as wrappers that append options expect.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -264,106 +260,105 @@ std::optional<bool> build_stale(ToolEnv& env) {
   return env.build_stale;
 }
 
-int tool_main(int argc, char** argv, const ToolSpec& spec) {
-  guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
-  MpiSession session(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  ToolEnv env;
-  env.tool = spec.name;
-  for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);
-  int code = 0;
-  double end_bound = 10;
-  try {
-    // The level is settled after parsing (the command line wins over MORI_LOG_LEVEL); until then: info.
-    log::init("info");
-    log::set_rank(world_rank);
-    CLI::App app(spec.description, spec.name);
-    app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " +
-                                          MORI_BUILD_COMMIT +
-                                          (MORI_BUILD_CLEAN == 0   ? ", tracked files changed"
-                                           : MORI_BUILD_CLEAN == 1 ? ", clean"
-                                                                   : ", clean state unknown") +
-                                          ")");
-    add_common(app, env.common);
-    if (spec.declare) spec.declare(app);
-    check_values(app);
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-      if (world_rank == 0) std::printf("%s", app.help().c_str());
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    } catch (const CLI::CallForVersion& e) {
-      if (world_rank == 0) std::printf("%s\n", e.what());
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    } catch (const CLI::ParseError& e) {
-      throw UsageError(e.what());
-    }
-    validate_common(env.common);
-    log::init(env.common.log_level);
-    log::set_rank(world_rank);
-    try {
-      if (spec.validate) spec.validate();
-    } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    }
-    end_bound = std::min(env.common.timeout_s, 5.0);
-    env.revision = app_revision();
-    // Rank 0 asks git whether the tree moved on since the build, when make_meta or the end of the run first
-    // wants the answer (build_stale), not in the background: a git child and its pipe alive during the run
-    // would show in the resource counts the tools and tests take (fds over window cycles).
-    if (world_rank == 0)
-      env.tree_check = std::async(std::launch::deferred, [rev = env.revision] {
-                         return check_build_tree(rev, kTreeCheckBoundS);
-                       }).share();
-    set_jit_wait_bound(env.common.timeout_s);
-    set_file_bound(env.common.timeout_s);
+namespace {
 
-    // Before any traffic: a launch whose processes did not join one MPI job is refused on every process.
-    {
-      int mpi_world = 0;
-      MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
-      check_launcher_world(mpi_world);
-    }
-    env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
-    {
-      SetupStep timed(Setup::options_check);
-      check_same_job(*env.boot, spec.name, env.argv);
-    }
-    if (spec.needs_runtime) {
-      env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
-      if (!env.runtime_notice.empty()) {
-        if (env.is_root()) spdlog::info("{}", env.runtime_notice);
-        env.gpu_unavailable = env.runtime_notice;
-      }
-      const int n = env.rt->device_count();
-      env.device = env.common.device.value_or(env.boot->host_local_rank() % n);
-      if (env.device >= n)
-        throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
-                         std::to_string(n) + " device(s))");
-      env.rt->set_device(env.device);
-      env.gpu_start = gpu_state_start(env.rt.get(), env.device);  // a few NVML calls (docs/json.md)
-      spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device,
-                    n);
-    }
-    code = spec.body(env);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
-    code = static_cast<int>(e.code());
-    // A bound expired, wherever (the bootstrap included): the tool may still write what happened, without
-    // waiting for its peers.
-    if (e.code() == ExitCode::timeout && spec.bound_expired) {
-      try {
-        spec.bound_expired(env, e.what());
-      } catch (const std::exception& e2) {
-        std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
-                     rank_tag().c_str(), e2.what());
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
-    code = static_cast<int>(ExitCode::runtime);
+// Parses the command line into app (which lives as long as the run: an option's callbacks and counts stay
+// valid) and validates it, the common options, then the tool's. Returns the exit code where the run ends here
+// (--help, --version, an informational option such as --list); throws UsageError.
+std::optional<int> parse_options(CLI::App& app, int argc, char** argv, const ToolSpec& spec, ToolEnv& env,
+                                 int world_rank) {
+  app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " + MORI_BUILD_COMMIT +
+                                        (MORI_BUILD_CLEAN == 0   ? ", tracked files changed"
+                                         : MORI_BUILD_CLEAN == 1 ? ", clean"
+                                                                 : ", clean state unknown") +
+                                        ")");
+  add_common(app, env.common);
+  if (spec.declare) spec.declare(app);
+  check_values(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (world_rank == 0) std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    if (world_rank == 0) std::printf("%s\n", e.what());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
   }
+  validate_common(env.common);
+  log::init(env.common.log_level);
+  log::set_rank(world_rank);
+  try {
+    if (spec.validate) spec.validate();
+  } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// Everything before the tool's body that involves other ranks: the bounds, the launcher's count, the
+// bootstrap and the check that every rank runs the same job.
+void start_job(ToolEnv& env, const ToolSpec& spec, int world_rank) {
+  env.revision = app_revision();
+  // Rank 0 asks git whether the tree moved on since the build, when make_meta or the end of the run first
+  // wants the answer (build_stale), not in the background: a git child and its pipe alive during the run
+  // would show in the resource counts the tools and tests take (fds over window cycles).
+  if (world_rank == 0)
+    env.tree_check = std::async(std::launch::deferred, [rev = env.revision] {
+                       return check_build_tree(rev, kTreeCheckBoundS);
+                     }).share();
+  set_jit_wait_bound(env.common.timeout_s);
+  set_file_bound(env.common.timeout_s);
+
+  // Before any traffic: a launch whose processes did not join one MPI job is refused on every process.
+  {
+    int mpi_world = 0;
+    MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
+    check_launcher_world(mpi_world);
+  }
+  env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
+  SetupStep timed(Setup::options_check);
+  check_same_job(*env.boot, spec.name, env.argv);
+}
+
+// The runtime (--backend), the device (--device, else the node-local rank modulo the count), its GPU state.
+void start_runtime(ToolEnv& env, const ToolSpec& spec) {
+  env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
+  if (!env.runtime_notice.empty()) {
+    if (env.is_root()) spdlog::info("{}", env.runtime_notice);
+    env.gpu_unavailable = env.runtime_notice;
+  }
+  const int n = env.rt->device_count();
+  env.device = env.common.device.value_or(env.boot->host_local_rank() % n);
+  if (env.device >= n)
+    throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
+                     std::to_string(n) + " device(s))");
+  env.rt->set_device(env.device);
+  env.gpu_start = gpu_state_start(env.rt.get(), env.device);  // a few NVML calls (docs/json.md)
+  spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device, n);
+}
+
+// The one place where a typed error becomes an exit code (README, exit codes): one line naming it, and where
+// a bound expired, wherever (the bootstrap included), the tool's report of what happened, without waiting for
+// its peers.
+int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
+  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+  if (e.code() == ExitCode::timeout && spec.bound_expired) {
+    try {
+      spec.bound_expired(env, e.what());
+    } catch (const std::exception& e2) {
+      std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
+                   rank_tag().c_str(), e2.what());
+    }
+  }
+  return static_cast<int>(e.code());
+}
+
+// The end of every run that got past parsing: the warnings left to give, stdout checked, the resources
+// returned before MPI ends, and the last barrier.
+int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_rank, int code,
+            double end_bound) {
   try {
     (void)build_stale(env);  // the warning, where no report asked yet
   } catch (const std::exception& e) {
@@ -384,6 +379,38 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   // whose ranks all finished.
   end_bound = std::max(end_bound, kMinEndBoundS);
   return session.finish_with(code, end_bound);
+}
+
+}  // namespace
+
+int tool_main(int argc, char** argv, const ToolSpec& spec) {
+  guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
+  MpiSession session(&argc, &argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  ToolEnv env;
+  env.tool = spec.name;
+  for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);
+  int code = 0;
+  double end_bound = 10;
+  try {
+    // The level is settled after parsing (the command line wins over MORI_LOG_LEVEL); until then: info.
+    log::init("info");
+    log::set_rank(world_rank);
+    CLI::App app(spec.description, spec.name);
+    if (const auto early = parse_options(app, argc, argv, spec, env, world_rank))
+      return session.finish_with(checked_stdout(spec.name, *early), end_bound);
+    end_bound = std::min(env.common.timeout_s, 5.0);
+    start_job(env, spec, world_rank);
+    if (spec.needs_runtime) start_runtime(env, spec);
+    code = spec.body(env);
+  } catch (const Error& e) {
+    code = exit_code_of(e, env, spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    code = static_cast<int>(ExitCode::runtime);
+  }
+  return end_run(session, env, spec, world_rank, code, end_bound);
 }
 
 }  // namespace mori::symm
