@@ -270,14 +270,7 @@ struct A2aBench::Impl {
     r.graph_iters = graph_k;
     const bool device_sync = sm == SyncMode::device;
     PushSpec s = spec(a, device_sync, chunk, proto);
-    if (device_sync && proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer && me == 0)
-      spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
-                   cfg.blocks_per_peer, s.blocks_per_peer);
-    if (device_sync && proto == Protocol::copy && cfg.blocks_per_peer > 1 && me == 0)
-      spdlog::warn(
-          "--blocks-per-peer {}: the copy protocol runs 1 (the copy engines move the data; one block "
-          "per peer runs the barrier)",
-          cfg.blocks_per_peer);
+    if (device_sync) warn_blocks_per_peer(proto, s);
     r.protocol = proto;
     r.blocks_per_peer = s.blocks_per_peer;
     r.unroll = s.unroll;
@@ -330,7 +323,27 @@ struct A2aBench::Impl {
     r.launch = eng->push_launch();
     r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
     r.source_cache = proto == Protocol::copy ? "none" : s.source_evict_first ? "evict_first" : "normal";
-    const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
+    put_rates(r, plan, ceiling);
+    return r;
+  }
+
+  // A device-sync row whose protocol runs another --blocks-per-peer than given says so (rank 0).
+  void warn_blocks_per_peer(Protocol proto, const PushSpec& s) const {
+    if (me != 0) return;
+    if (proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer)
+      spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
+                   cfg.blocks_per_peer, s.blocks_per_peer);
+    if (proto == Protocol::copy && cfg.blocks_per_peer > 1)
+      spdlog::warn(
+          "--blocks-per-peer {}: the copy protocol runs 1 (the copy engines move the data; one block "
+          "per peer runs the barrier)",
+          cfg.blocks_per_peer);
+  }
+
+  // The row's bandwidths from its p50, and what it is set against: the same-run ceiling, the physical limit,
+  // the placement and the table cell of its plan (docs/mori-a2a.md).
+  void put_rates(A2aResult& r, const A2aChunkPlan& plan, const Ceiling& ceiling) const {
+    const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(r.chunk_bytes);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;
     r.algbw_gbps = w * c / sec / 1e9;
@@ -339,7 +352,6 @@ struct A2aBench::Impl {
     r.physical = plan.physical;
     r.placement = to_string(placement_class(placement));
     r.table_world = plan.table_world;
-    return r;
   }
 };
 
