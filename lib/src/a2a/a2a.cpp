@@ -104,7 +104,7 @@ struct A2aBench::Impl {
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
-    ht = cfg.handle_type == "auto" ? choose_handle_type(rt, device) : parse_handle_type(cfg.handle_type);
+    ht = resolve_handle_type(rt, device, cfg.handle_type);
     // The doctor's cheap checks; a failing rendezvous below logs what they found.
     const auto found = cheap_diagnoses(boot, &rt, device, 1);
     if (me == 0 && has_error(found)) spdlog::error("doctor: likely causes:\n{}", format_diagnoses(found));
