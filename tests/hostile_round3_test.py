@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Hostile inputs, third round (issue 36), the tools' side: a malformed MORI_FAULT, empty option values, counts
 that are not decimal, --device -1, sizes that wrap, arch lists and unusable JIT caches for --jit-precompile,
-journals --summarize must not trust, and a rank stopped inside a teardown step at 4 ranks. Every usage error
-must be one line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
+journals --summarize must not trust, floats that are not plain decimal numbers, and a rank stopped inside a
+teardown step at 4 ranks. Every usage error must be one line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
 
 usage: hostile_round3_test.py BIN_DIR MPIRUN...
 """
@@ -91,6 +91,20 @@ for name, args, text in [
 ] + [(n, ["--device", "-1"], "--device: must be in 0..1023") for n in TOOLS]:
     rc, out, _ = run([tool(name), "--backend", "host", *args])
     check(f"{name} {' '.join(args)!r}: exit 2, one line", one_usage_line(rc, out, text), out)
+
+# ---- 2c. A float is a plain decimal number (digits, an optional '.' and exponent), as strict as a count -------
+for name, args in [("mori-teardown-repro", ["--timeout-s", " 5"]), ("mori-teardown-repro", ["--timeout-s", "0x10"]),
+                   ("mori-a2a", ["--timeout-s", "0x10"]), ("mori-a2a", ["--timeout-s", "inf"]),
+                   ("mori-a2a", ["--timeout-s", "nan"]), ("mori-a2a", ["--timeout-s", "+5"]),
+                   ("mori-a2a", ["--timeout-s", "5 "]), ("mori-a2a", ["--timeout-s", "1e"]),
+                   ("mori-a2a", ["-b", "1M", "-e", "4M", "-f", "0x2"]), ("mori-a2a", ["--skew-us", "0x10"]),
+                   ("mori-a2a", ["--skew-us", " 5"]), ("mori-probe", ["--deep-mib", "0x100"])]:
+    rc, out, _ = run([tool(name), "--backend", "host", *args])
+    check(f"{name} {' '.join(args)!r}: exit 2, one line: not a plain decimal number",
+          one_usage_line(rc, out, f"'{args[-1]}' is not a plain decimal number"), out)
+for value in ["5", "2.5", ".5", "5.", "1e1", "2.5E+1", "0.1e-0"]:
+    rc, out, _ = run([tool("mori-teardown-repro"), "--backend", "host", "--timeout-s", value, "--list"])
+    check(f"--timeout-s {value!r} is a plain decimal number: accepted", rc == 0 and "ordered" in out, out)
 
 # ---- 8. Sizes that wrap: the message says too large and names the limit ----------------------------------------
 for name, args, text in [

@@ -59,6 +59,15 @@ void check_output_path(const std::string& option, const std::string& path) {
 
 namespace {
 
+// What a float option says of a value that is not a plain decimal number (is_plain_decimal).
+std::string not_plain_decimal(const std::string& text) {
+  return "'" + text + "' is not a plain decimal number (digits, an optional '.' and exponent)";
+}
+
+constexpr double kMinEndBoundS = 1.0;
+constexpr double kTreeCheckBoundS =
+    10.0;  // git's answer about the source tree (docs/reliability.md, Revisions)
+
 void add_common(CLI::App& app, CommonOptions& o) {
   // A later occurrence of an option wins, as wrappers that append options expect.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -78,20 +87,23 @@ void add_common(CLI::App& app, CommonOptions& o) {
 
 // One rule for every option of every tool that takes a value (docs/reliability.md, "Bad input"): an empty
 // value is a usage error, never "not given" (a `--json "$OUT"` with OUT unset must not pass with no report);
-// and a count is decimal digits, as a size is (no hex, no leading space or sign but '-').
+// a count is decimal digits, as a size is (no hex, no leading space or sign but '-'); and a float is a plain
+// decimal number (is_plain_decimal: no hex, no blank, no inf or nan).
 void check_values(CLI::App& app) {
   for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
     if (opt->get_type_size() == 0) continue;  // a flag
     const std::string type = opt->get_type_name();
     const bool count = type == "INT" || type == "UINT";
+    const bool real = type == "FLOAT";
     opt->check(
-        [count](const std::string& v) -> std::string {
+        [count, real](const std::string& v) -> std::string {
           if (v.empty()) return "an empty value (give one, or leave the option out)";
           if (count) {
             const std::size_t digits = v[0] == '-' ? 1 : 0;
             if (v.size() == digits || v.find_first_not_of("0123456789", digits) != std::string::npos)
               return "'" + v + "' is not a whole number in decimal digits";
           }
+          if (real && !is_plain_decimal(v)) return not_plain_decimal(v);
           return {};
         },
         "");
@@ -244,6 +256,31 @@ int checked_stdout(const std::string& tool, int code) {
 }
 
 }  // namespace
+
+bool is_plain_decimal(const std::string& text) {
+  std::size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - from;
+  };
+  std::size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
+void check_plain_decimal(const std::string& option, const std::string& text) {
+  if (!is_plain_decimal(text)) throw UsageError(option + ": " + not_plain_decimal(text));
+}
 
 std::optional<bool> build_stale(ToolEnv& env) {
   if (!env.tree_check.valid()) return env.build_stale;
