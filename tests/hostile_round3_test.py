@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Hostile inputs, third round (issue 36), the tools' side: a malformed MORI_FAULT, empty option values, counts
 that are not decimal, --device -1, sizes that wrap, arch lists and unusable JIT caches for --jit-precompile,
-journals --summarize must not trust, and a rank stopped inside a teardown step at 4 ranks. Every usage error
-must be one line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
+journals --summarize must not trust (missing ranks, a world no job has, a file named like no rank's journal),
+floats that are not plain decimal numbers, and a rank stopped inside a teardown step at 4 ranks. Every usage
+error must be one line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made
+here.
 
 usage: hostile_round3_test.py BIN_DIR MPIRUN...
 """
@@ -91,6 +93,20 @@ for name, args, text in [
 ] + [(n, ["--device", "-1"], "--device: must be in 0..1023") for n in TOOLS]:
     rc, out, _ = run([tool(name), "--backend", "host", *args])
     check(f"{name} {' '.join(args)!r}: exit 2, one line", one_usage_line(rc, out, text), out)
+
+# ---- 2c. A float is a plain decimal number (digits, an optional '.' and exponent), as strict as a count -------
+for name, args in [("mori-teardown-repro", ["--timeout-s", " 5"]), ("mori-teardown-repro", ["--timeout-s", "0x10"]),
+                   ("mori-a2a", ["--timeout-s", "0x10"]), ("mori-a2a", ["--timeout-s", "inf"]),
+                   ("mori-a2a", ["--timeout-s", "nan"]), ("mori-a2a", ["--timeout-s", "+5"]),
+                   ("mori-a2a", ["--timeout-s", "5 "]), ("mori-a2a", ["--timeout-s", "1e"]),
+                   ("mori-a2a", ["-b", "1M", "-e", "4M", "-f", "0x2"]), ("mori-a2a", ["--skew-us", "0x10"]),
+                   ("mori-a2a", ["--skew-us", " 5"]), ("mori-probe", ["--deep-mib", "0x100"])]:
+    rc, out, _ = run([tool(name), "--backend", "host", *args])
+    check(f"{name} {' '.join(args)!r}: exit 2, one line: not a plain decimal number",
+          one_usage_line(rc, out, f"'{args[-1]}' is not a plain decimal number"), out)
+for value in ["5", "2.5", ".5", "5.", "1e1", "2.5E+1", "0.1e-0"]:
+    rc, out, _ = run([tool("mori-teardown-repro"), "--backend", "host", "--timeout-s", value, "--list"])
+    check(f"--timeout-s {value!r} is a plain decimal number: accepted", rc == 0 and "ordered" in out, out)
 
 # ---- 8. Sizes that wrap: the message says too large and names the limit ----------------------------------------
 for name, args, text in [
@@ -191,6 +207,31 @@ rc, out, doc = summarize_folder("other-world", {0: OK_RANK, 1: OK_RANK.replace("
 sc = (doc or {}).get("scenarios", [{}])[0]
 check("a journal of a job of another size is reported as foreign", rc == 1 and sc.get("outcome") == "damaged"
       and "world 8, the job's 2" in sc.get("detail", ""), out)
+
+# Ranks of the job with no journal in the folder are named, and the outcome is not ok (nor as expected).
+rc, out, doc = summarize_folder("missing-rank", {0: OK_RANK})
+sc = (doc or {}).get("scenarios", [{}])[0]
+check("only rank-0.journal of a world-2 job: exit 1, journal_error naming rank 1 as missing",
+      rc == 1 and sc.get("outcome") == "journal_error" and "no journal of rank 1" in sc.get("detail", "")
+      and "no journal of rank 1" in out, out)
+FREE = ("O\tfree-before-unmap\t4\nB\tfree-before-unmap\tfree_span\t-1\n"
+        "E\tfree-before-unmap\tfree_span\t-1\tIN_USE\t1.0\t1000\nD\tfree-before-unmap\n")
+rc, out, doc = summarize_folder("missing-ranks-api-error", {0: FREE, 2: FREE})
+sc = (doc or {}).get("scenarios", [{}])[0]
+check("free-before-unmap (expected api_error) with ranks 1 and 3 missing of 4: exit 1, both named",
+      rc == 1 and sc.get("outcome") == "journal_error" and "ranks 1,3" in sc.get("detail", "")
+      and "IN_USE" in sc.get("detail", ""), out)
+rc, out, doc = summarize_folder("huge-world", {0: OK_RANK.replace("ordered\t2", "ordered\t2000000000")})
+check("a journal saying world 2000000000: exit 2, one line naming the file and the world, no report",
+      one_usage_line(rc, out, "rank-0.journal line 1: world 2000000000") and doc is None, out)
+rc, out, doc = summarize_folder("foreign-name", {0: OK_RANK, 1: OK_RANK, 99999999999: OK_RANK})
+sc = (doc or {}).get("scenarios", [{}])[0]
+check("rank-99999999999.journal beside a world-2 job's journals: named as foreign, outcome damaged, exit 1",
+      rc == 1 and sc.get("outcome") == "damaged" and "rank-99999999999.journal is foreign" in sc.get("detail", "")
+      and [r.get("rank") for r in sc.get("ranks", [])] == [0, 1], out)
+rc, out, doc = summarize_folder("foreign-name-alone", {99999999999: OK_RANK})
+check("a folder holding only rank-99999999999.journal: exit 2, one line naming it",
+      one_usage_line(rc, out, "rank-99999999999.journal is foreign"), out)
 
 # ---- 3. A rank stopped inside a step: the peers' own bound reports first, naming the step and the rank ---------
 TD = tool("mori-teardown-repro")

@@ -29,7 +29,8 @@ struct Options {
   std::string source_cache = "auto";
   int cycles = 1;
   std::string stride_quantum = "0";
-  std::string graph = "auto";  // --graph: "auto" (default_graph_iters) or K
+  std::string graph = "auto";        // --graph: "auto" (default_graph_iters) or K
+  std::string handle_type = "auto";  // --handle-type, parsed into cfg.handle_type
   A2aConfig cfg;
 };
 
@@ -100,7 +101,7 @@ Json config_json(const Options& o, const ToolEnv& env) {
   cfg["verify_epochs"] = o.cfg.verify_epochs;
   cfg["skew_us"] = o.cfg.skew_us;
   cfg["allow_time_slicing"] = o.cfg.allow_time_slicing;
-  cfg["handle_type"] = o.cfg.handle_type;
+  cfg["handle_type"] = to_string(o.cfg.handle_type);
   cfg["stride_quantum"] = o.cfg.stride_quantum;
   cfg["timeout_s"] = env.common.timeout_s;
   cfg["cycles"] = o.cycles;
@@ -169,6 +170,93 @@ int run(ToolEnv& env, Options& o) {
   return wrong ? static_cast<int>(ExitCode::check_failed) : 0;
 }
 
+// The tool's own options (the common ones are the tool layer's).
+void declare_options(CLI::App& app, Options& o) {
+  app.add_option("--chunk-kib", o.chunk_kib,
+                 "Chunk sizes per peer in KiB, comma separated (default 256); an item may carry its unit: "
+                 "B, K, M, G (4096B = 4 KiB)");
+  app.add_option("-b,--begin", o.begin, "First chunk size of a sweep (bytes; K/M/G suffixes)");
+  app.add_option("-e,--end", o.end, "Last chunk size of a sweep");
+  app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
+  app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
+  app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
+  app.add_option("--protocol", o.protocol,
+                 "Device-sync signalling: simple, direct, ll, copy (comma-separated), both "
+                 "(simple,direct), all, or "
+                 "auto (the one measured fastest at each size)")
+      ->capture_default_str();
+  app.add_option(
+         "--launch", o.launch,
+         "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; it "
+         "waits for it on the device), with one rank per GPU or where two launches of every rank of the "
+         "GPU fit on it at once | plain")
+      ->capture_default_str();
+  app.add_option("--signal-scope", o.signal_scope,
+                 "Scope of the device-sync signals: device (every rank on one NVIDIA GPU) | system | auto "
+                 "(device where it applies)")
+      ->capture_default_str();
+  app.add_option("--source-cache", o.source_cache,
+                 "L2 policy of the kernels' source loads: normal | evict-first (NVIDIA sm_80+) | auto "
+                 "(evict-first where ranks share one GPU and their working set exceeds its L2)")
+      ->capture_default_str();
+  app.add_option("--graph", o.graph,
+                 "Also capture K iterations (push + device barrier) in a graph; 0 = off; auto = 16 on a GPU "
+                 "where device sync is measured, else off")
+      ->capture_default_str();
+  app.add_option("--blocks-per-peer", o.cfg.blocks_per_peer, "Blocks per destination (0 = auto)")
+      ->capture_default_str();
+  app.add_option("--unroll", o.cfg.unroll,
+                 "Loads in flight per thread before its stores: 4, 8, or 0 = auto (8 from 16 MiB)")
+      ->capture_default_str();
+  app.add_option("--warmup", o.cfg.warmup, "Untimed iterations per configuration")->capture_default_str();
+  app.add_option("--iters", o.cfg.iters, "Timed iterations per configuration")->capture_default_str();
+  app.add_option("--verify-epochs", o.cfg.verify_epochs,
+                 "Back-to-back verified iterations per configuration (graph: captured, replayed twice)")
+      ->capture_default_str();
+  app.add_option("--skew-us", o.cfg.skew_us,
+                 "Delay of odd ranks before each verified push (-1 = default: 50 GPU, 3000 host)")
+      ->capture_default_str();
+  app.add_option("--cycles", o.cycles,
+                 "Soak: window setup, verified run and teardown N times; resources per cycle in the JSON")
+      ->capture_default_str();
+  app.add_flag("--allow-time-slicing", o.cfg.allow_time_slicing,
+               "Run device sync although ranks share a GPU without MPS (numbers then measure time-slicing)");
+  app.add_option("--handle-type", o.handle_type, "auto | posix_fd | fabric")->capture_default_str();
+  app.add_option("--stride-quantum", o.stride_quantum, "Round the LSA stride up to this (e.g. 4G); 0 = off")
+      ->capture_default_str();
+}
+
+// After parsing, before any MPI traffic: every option checked and turned into the configuration.
+void validate(Options& o) {
+  o.cfg.chunks = parse_a2a_chunks(o.chunk_kib, o.begin, o.end, o.factor);
+  // Only the documented -1 means the default; NaN, infinities and other negatives are refused.
+  if (!(o.cfg.skew_us == -1 || (o.cfg.skew_us >= 0 && o.cfg.skew_us <= 1e6)))
+    throw UsageError("--skew-us: must be -1 (the default) or in [0, 1000000] microseconds");
+  o.cfg.addressing.clear();
+  if (o.addressing == "ptr" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::ptr);
+  if (o.addressing == "lsa" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::lsa);
+  if (o.cfg.addressing.empty())
+    throw UsageError("--addressing: unknown value '" + o.addressing + "' (accepted: ptr, lsa, both)");
+  o.cfg.syncs.clear();
+  if (o.sync == "host" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::host);
+  if (o.sync == "device" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::device);
+  if (o.cfg.syncs.empty())
+    throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
+  if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
+  o.cfg.protocols = parse_protocols(o.protocol);
+  if (o.launch != "programmatic" && o.launch != "plain")
+    throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
+  o.cfg.overlap_launch = o.launch == "programmatic";
+  o.cfg.signal_scope = parse_signal_scope(o.signal_scope);
+  o.cfg.source_cache = parse_source_cache(o.source_cache);
+  o.cfg.handle_type = parse_handle_choice(o.handle_type);
+  o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
+  o.cfg.graph = parse_graph(o.graph);
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  validate_a2a(o.cfg, world, 0, false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,91 +264,8 @@ int main(int argc, char** argv) {
   ToolSpec spec;
   spec.name = "mori-a2a";
   spec.description = "One-shot all-to-all over a symmetric memory window: pointer array vs LSA addressing.";
-  spec.declare = [&](CLI::App& app) {
-    app.add_option("--chunk-kib", o.chunk_kib,
-                   "Chunk sizes per peer in KiB, comma separated (default 256); an item may carry its unit: "
-                   "B, K, M, G (4096B = 4 KiB)");
-    app.add_option("-b,--begin", o.begin, "First chunk size of a sweep (bytes; K/M/G suffixes)");
-    app.add_option("-e,--end", o.end, "Last chunk size of a sweep");
-    app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
-    app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
-    app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
-    app.add_option("--protocol", o.protocol,
-                   "Device-sync signalling: simple, direct, ll, copy (comma-separated), both "
-                   "(simple,direct), all, or "
-                   "auto (the one measured fastest at each size)")
-        ->capture_default_str();
-    app.add_option(
-           "--launch", o.launch,
-           "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; it "
-           "waits for it on the device), with one rank per GPU or where two launches of every rank of the "
-           "GPU fit on it at once | plain")
-        ->capture_default_str();
-    app.add_option("--signal-scope", o.signal_scope,
-                   "Scope of the device-sync signals: device (every rank on one NVIDIA GPU) | system | auto "
-                   "(device where it applies)")
-        ->capture_default_str();
-    app.add_option("--source-cache", o.source_cache,
-                   "L2 policy of the kernels' source loads: normal | evict-first (NVIDIA sm_80+) | auto "
-                   "(evict-first where ranks share one GPU and their working set exceeds its L2)")
-        ->capture_default_str();
-    app.add_option(
-           "--graph", o.graph,
-           "Also capture K iterations (push + device barrier) in a graph; 0 = off; auto = 16 on a GPU "
-           "where device sync is measured, else off")
-        ->capture_default_str();
-    app.add_option("--blocks-per-peer", o.cfg.blocks_per_peer, "Blocks per destination (0 = auto)")
-        ->capture_default_str();
-    app.add_option("--unroll", o.cfg.unroll,
-                   "Loads in flight per thread before its stores: 4, 8, or 0 = auto (8 from 16 MiB)")
-        ->capture_default_str();
-    app.add_option("--warmup", o.cfg.warmup, "Untimed iterations per configuration")->capture_default_str();
-    app.add_option("--iters", o.cfg.iters, "Timed iterations per configuration")->capture_default_str();
-    app.add_option("--verify-epochs", o.cfg.verify_epochs,
-                   "Back-to-back verified iterations per configuration (graph: captured, replayed twice)")
-        ->capture_default_str();
-    app.add_option("--skew-us", o.cfg.skew_us,
-                   "Delay of odd ranks before each verified push (-1 = default: 50 GPU, 3000 host)")
-        ->capture_default_str();
-    app.add_option("--cycles", o.cycles,
-                   "Soak: window setup, verified run and teardown N times; resources per cycle in the JSON")
-        ->capture_default_str();
-    app.add_flag(
-        "--allow-time-slicing", o.cfg.allow_time_slicing,
-        "Run device sync although ranks share a GPU without MPS (numbers then measure time-slicing)");
-    app.add_option("--handle-type", o.cfg.handle_type, "auto | posix_fd | fabric")->capture_default_str();
-    app.add_option("--stride-quantum", o.stride_quantum, "Round the LSA stride up to this (e.g. 4G); 0 = off")
-        ->capture_default_str();
-  };
-  spec.validate = [&] {
-    o.cfg.chunks = parse_a2a_chunks(o.chunk_kib, o.begin, o.end, o.factor);
-    // Only the documented -1 means the default; NaN, infinities and other negatives are refused.
-    if (!(o.cfg.skew_us == -1 || (o.cfg.skew_us >= 0 && o.cfg.skew_us <= 1e6)))
-      throw UsageError("--skew-us: must be -1 (the default) or in [0, 1000000] microseconds");
-    o.cfg.addressing.clear();
-    if (o.addressing == "ptr" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::ptr);
-    if (o.addressing == "lsa" || o.addressing == "both") o.cfg.addressing.push_back(Addressing::lsa);
-    if (o.cfg.addressing.empty())
-      throw UsageError("--addressing: unknown value '" + o.addressing + "' (accepted: ptr, lsa, both)");
-    o.cfg.syncs.clear();
-    if (o.sync == "host" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::host);
-    if (o.sync == "device" || o.sync == "both") o.cfg.syncs.push_back(SyncMode::device);
-    if (o.cfg.syncs.empty())
-      throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
-    if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
-    o.cfg.protocols = parse_protocols(o.protocol);
-    if (o.launch != "programmatic" && o.launch != "plain")
-      throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
-    o.cfg.overlap_launch = o.launch == "programmatic";
-    o.cfg.signal_scope = parse_signal_scope(o.signal_scope);
-    o.cfg.source_cache = parse_source_cache(o.source_cache);
-    if (o.cfg.handle_type != "auto") parse_handle_type(o.cfg.handle_type);
-    o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
-    o.cfg.graph = parse_graph(o.graph);
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    validate_a2a(o.cfg, world, 0, false);
-  };
+  spec.declare = [&](CLI::App& app) { declare_options(app, o); };
+  spec.validate = [&] { validate(o); };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
   return tool_main(argc, argv, spec);
 }

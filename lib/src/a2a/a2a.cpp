@@ -104,7 +104,7 @@ struct A2aBench::Impl {
     // The ranks of one device (or of the host, for the host runtime) share its memory.
     const int sharing = host ? boot.team_size() : placement.max_ranks_per_device;
     validate_a2a(cfg, world, info.memory_bytes / static_cast<std::uint64_t>(std::max(sharing, 1)), host);
-    ht = cfg.handle_type == "auto" ? choose_handle_type(rt, device) : parse_handle_type(cfg.handle_type);
+    ht = resolve_handle_type(rt, device, cfg.handle_type);
     // The doctor's cheap checks; a failing rendezvous below logs what they found.
     const auto found = cheap_diagnoses(boot, &rt, device, 1);
     if (me == 0 && has_error(found)) spdlog::error("doctor: likely causes:\n{}", format_diagnoses(found));
@@ -270,14 +270,7 @@ struct A2aBench::Impl {
     r.graph_iters = graph_k;
     const bool device_sync = sm == SyncMode::device;
     PushSpec s = spec(a, device_sync, chunk, proto);
-    if (device_sync && proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer && me == 0)
-      spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
-                   cfg.blocks_per_peer, s.blocks_per_peer);
-    if (device_sync && proto == Protocol::copy && cfg.blocks_per_peer > 1 && me == 0)
-      spdlog::warn(
-          "--blocks-per-peer {}: the copy protocol runs 1 (the copy engines move the data; one block "
-          "per peer runs the barrier)",
-          cfg.blocks_per_peer);
+    if (device_sync) warn_blocks_per_peer(proto, s);
     r.protocol = proto;
     r.blocks_per_peer = s.blocks_per_peer;
     r.unroll = s.unroll;
@@ -330,7 +323,27 @@ struct A2aBench::Impl {
     r.launch = eng->push_launch();
     r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
     r.source_cache = proto == Protocol::copy ? "none" : s.source_evict_first ? "evict_first" : "normal";
-    const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(chunk);
+    put_rates(r, plan, ceiling);
+    return r;
+  }
+
+  // A device-sync row whose protocol runs another --blocks-per-peer than given says so (rank 0).
+  void warn_blocks_per_peer(Protocol proto, const PushSpec& s) const {
+    if (me != 0) return;
+    if (proto == Protocol::ll && cfg.blocks_per_peer > s.blocks_per_peer)
+      spdlog::warn("--blocks-per-peer {}: the ll protocol runs {} (all its blocks must be resident at once)",
+                   cfg.blocks_per_peer, s.blocks_per_peer);
+    if (proto == Protocol::copy && cfg.blocks_per_peer > 1)
+      spdlog::warn(
+          "--blocks-per-peer {}: the copy protocol runs 1 (the copy engines move the data; one block "
+          "per peer runs the barrier)",
+          cfg.blocks_per_peer);
+  }
+
+  // The row's bandwidths from its p50, and what it is set against: the same-run ceiling, the physical limit,
+  // the placement and the table cell of its plan (docs/mori-a2a.md).
+  void put_rates(A2aResult& r, const A2aChunkPlan& plan, const Ceiling& ceiling) const {
+    const double sec = r.time_us.p50 * 1e-6, w = world, c = static_cast<double>(r.chunk_bytes);
     r.agg_bw_gbps = w * (w - 1) * c / sec / 1e9;
     r.total_bw_gbps = w * w * c / sec / 1e9;
     r.algbw_gbps = w * c / sec / 1e9;
@@ -339,7 +352,6 @@ struct A2aBench::Impl {
     r.physical = plan.physical;
     r.placement = to_string(placement_class(placement));
     r.table_world = plan.table_world;
-    return r;
   }
 };
 

@@ -28,33 +28,25 @@ std::string failed(const char* call, int err) {
   return std::string(call) + " failed: " + errno_name(err);
 }
 
-// Runs kTreeCommand in `dir`; returns its exit status (or -1) and its stdout in `out`, or sets `why`.
-int run_tree_command(const std::string& dir, double bound_s, std::string& out, std::string& why) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    why = failed("pipe2", errno);
-    return -1;
-  }
+// Starts kTreeCommand in `dir` in a process group of its own, its stdout the pipe's write end `out_fd`,
+// stderr and stdin /dev/null. Returns its pid, or -1 with `why` (the first call that failed).
+pid_t spawn_tree_command(const std::string& dir, int out_fd, std::string& why) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   // Each setup call is checked (they return an error number, not -1/errno); the first failure is the reason.
   int rc = posix_spawn_file_actions_init(&fa);
   if (rc != 0) {
-    close(fds[0]);
-    close(fds[1]);
     why = failed("posix_spawn_file_actions_init", rc);
     return -1;
   }
   rc = posix_spawnattr_init(&attr);
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&fa);
-    close(fds[0]);
-    close(fds[1]);
     why = failed("posix_spawnattr_init", rc);
     return -1;
   }
   const char* step = "posix_spawn_file_actions_adddup2";
-  rc = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  rc = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
   if (rc == 0) {
     step = "posix_spawn_file_actions_addopen(stderr)";
     rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
@@ -82,41 +74,55 @@ int run_tree_command(const std::string& dir, double bound_s, std::string& out, s
   }
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  close(fds[1]);
   if (rc != 0) {
-    close(fds[0]);
     why = failed(step, rc);
     return -1;
   }
+  return pid;
+}
+
+// Reads `fd` until its end (at most 4 KiB kept in `out`) or until bound_s has passed. Returns true where it
+// stopped early: the bound expired (`why` left empty) or a call failed (`why` names it).
+bool read_bounded(int fd, double bound_s, std::string& out, std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(bound_s);
   char buf[4096];
-  bool expired = false;
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      expired = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
+    if (left.count() <= 0) return true;
+    pollfd p{fd, POLLIN, 0};
     const int n = poll(&p, 1, static_cast<int>(left.count()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       why = failed("poll", errno);
-      expired = true;
-      break;
+      return true;
     }
     if (n == 0) continue;
-    const ssize_t r = read(fds[0], buf, sizeof(buf));
+    const ssize_t r = read(fd, buf, sizeof(buf));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       why = failed("read", errno);
-      expired = true;
-      break;
+      return true;
     }
-    if (r == 0) break;
+    if (r == 0) return false;
     if (out.size() < 4096) out.append(buf, static_cast<std::size_t>(r));
   }
+}
+
+// Runs kTreeCommand in `dir`; returns its exit status (or -1) and its stdout in `out`, or sets `why`.
+int run_tree_command(const std::string& dir, double bound_s, std::string& out, std::string& why) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    why = failed("pipe2", errno);
+    return -1;
+  }
+  const pid_t pid = spawn_tree_command(dir, fds[1], why);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return -1;
+  }
+  const bool expired = read_bounded(fds[0], bound_s, out, why);
   close(fds[0]);
   if (expired) {
     kill(-pid, SIGKILL);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "mori/symm/base/error.hpp"
@@ -208,6 +210,10 @@ struct JournalSet {
           damage("malformed world '" + f[2] + "'");
           break;
         }
+        if (w > kMaxJournalWorld)  // no job's: a file that is not a journal of this tool
+          throw UsageError("--summarize: " + dir + "/" + name + " line " + std::to_string(lineno) +
+                           ": world " + f[2] + " is more than any job's " + std::to_string(kMaxJournalWorld) +
+                           " ranks: not a journal of mori-teardown-repro");
         if (!all.count(sc)) order.push_back(sc);
         world[sc] = w;
         all[sc][rank] = RankScenario{};
@@ -279,8 +285,44 @@ std::string unfinished_detail(std::vector<std::pair<int, int>> unfinished,
   return detail;
 }
 
+// "0-3,5,7-8": ranks in ascending order, runs of consecutive ones as ranges (a folder may miss a million).
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]) +
+           (j > i ? "-" + std::to_string(ranks[j]) : std::string());
+    i = j + 1;
+  }
+  return out;
+}
+
+// The ranks 0..world-1 of the job with no record of the scenario, named: those without a journal in the
+// folder, and those whose journal does not hold the scenario; "" where there is none.
+std::string missing_detail(int world, const std::map<int, RankScenario>& ranks_state,
+                           const std::set<int>& journal_ranks) {
+  std::vector<int> no_file, no_record;
+  for (int r = 0; r < world; ++r)
+    if (!ranks_state.count(r)) (journal_ranks.count(r) ? no_record : no_file).push_back(r);
+  std::string d;
+  if (no_file.size() == 1)
+    d = "no journal of rank " + std::to_string(no_file[0]) + " in the folder (rank-" +
+        std::to_string(no_file[0]) + ".journal): its outcome is unknown";
+  else if (!no_file.empty())
+    d = "no journals of ranks " + rank_ranges(no_file) + " in the folder: their outcomes are unknown";
+  if (!no_record.empty())
+    d += (d.empty() ? "" : "; ") +
+         (no_record.size() == 1 ? "rank " + std::to_string(no_record[0]) +
+                                      "'s journal holds no record of this scenario: its outcome is unknown"
+                                : "the journals of ranks " + rank_ranges(no_record) +
+                                      " hold no record of this scenario: their outcomes are unknown");
+  return d;
+}
+
 ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int, RankScenario>& ranks_state,
-                                 const std::map<int, std::string>& write_errors) {
+                                 const std::map<int, std::string>& write_errors,
+                                 const std::set<int>& journal_ranks) {
   // A journal of a rank outside the job, or of a job of another size, is not this job's: reported as damaged
   // (foreign), never counted as one of its ranks. The job's size is what its lowest rank's journal says.
   if (!ranks_state.empty() && ranks_state.begin()->second.world > 0)
@@ -338,7 +380,39 @@ ScenarioSummary scenario_summary(const std::string& sc, int world, std::map<int,
   // the step it stopped in is named too.
   if (s.outcome == TeardownOutcome::hang && !unfinished.empty())
     s.detail += "; " + unfinished_detail(unfinished, ranks_state);
+  // Ranks of the job without a record of the scenario: their outcome is unknown. They speak for it over the
+  // outcomes a scenario may be expected to have (ok, leak, api_error), so that a folder missing a rank's
+  // journal is never as expected; a crash, hang or damage elsewhere keeps its voice and names them too.
+  if (const std::string missing = missing_detail(world, ranks_state, journal_ranks); !missing.empty()) {
+    if (worst <= severity(TeardownOutcome::api_error, false)) {
+      s.outcome = TeardownOutcome::journal_error;
+      s.detail = missing + (s.detail.empty() ? "" : "; " + s.detail);
+    } else {
+      s.detail += "; " + missing;
+    }
+  }
   return s;
+}
+
+// The rank a journal's file name gives, rank-<r>.journal with r in 0..kMaxJournalWorld-1 written in plain
+// decimal (as Journal names it); nullopt for any other name.
+std::optional<int> journal_rank(const std::string& name) {
+  const std::string r = name.substr(5, name.size() - 5 - 8);
+  int rank = 0;
+  if (!parse_num(r, rank) || rank < 0 || rank >= kMaxJournalWorld || std::to_string(rank) != r)
+    return std::nullopt;
+  return rank;
+}
+
+// "rank-99999999999.journal is foreign: ..." for the files named like journals that are no rank's.
+std::string foreign_detail(const std::vector<std::string>& names) {
+  std::string list;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 4);
+  for (std::size_t i = 0; i < shown; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > shown) list += " and " + std::to_string(names.size() - shown) + " more";
+  return list + (names.size() == 1 ? " is" : " are") +
+         " foreign: not the journal of a rank of a job (rank-<r>.journal, r in 0.." +
+         std::to_string(kMaxJournalWorld - 1) + ")";
 }
 
 ScenarioSummary damaged_journal(int rank, const std::string& what) {
@@ -359,22 +433,44 @@ std::vector<ScenarioSummary> summarize_journals(const std::string& dir,
   if (!fs::is_directory(dir, ec)) throw UsageError("--summarize: '" + dir + "' is not a folder");
   JournalSet set;
   set.dir = dir;
-  int journals = 0;
+  std::set<int> journal_ranks;
+  std::vector<std::string> foreign;  // named like a journal, but no rank's (rank-99999999999.journal)
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".journal") continue;
-    int rank = 0;
-    if (!parse_num(name.substr(5, name.size() - 5 - 8), rank) || rank < 0) continue;
-    ++journals;
+    const auto rank = journal_rank(name);
+    if (!rank) {
+      foreign.push_back(name);
+      continue;
+    }
+    journal_ranks.insert(*rank);
     const std::string text = read_file(entry.path().string(), kTeardownJournal);
-    if (set.read(name, rank, text) == 0) set.unattached.emplace_back(rank, name + ": empty journal");
+    if (set.read(name, *rank, text) == 0) set.unattached.emplace_back(*rank, name + ": empty journal");
   }
-  if (journals == 0) throw UsageError("--summarize: no rank-*.journal files in '" + dir + "'");
+  std::sort(foreign.begin(), foreign.end());
+  if (journal_ranks.empty())
+    throw UsageError("--summarize: no rank-*.journal files in '" + dir + "'" +
+                     (foreign.empty() ? std::string() : " (" + foreign_detail(foreign) + ")"));
+
+  for (const auto& name : foreign)
+    spdlog::warn("teardown journal {}/{}: not the journal of a rank", dir, name);
 
   std::vector<ScenarioSummary> scenarios;
   for (const auto& [rank, what] : set.unattached) scenarios.push_back(damaged_journal(rank, what));
   for (const auto& sc : set.order)
-    scenarios.push_back(scenario_summary(sc, set.world[sc], set.all[sc], write_errors));
+    scenarios.push_back(scenario_summary(sc, set.world[sc], set.all[sc], write_errors, journal_ranks));
+  // A file named like a journal but of no rank is not this job's: every scenario is damaged by it, as by a
+  // foreign journal of a rank (docs/mori-teardown-repro.md, "Outcomes and the exit status").
+  if (!foreign.empty())
+    for (auto& sc : scenarios) {
+      const std::string what = "journal damaged: " + foreign_detail(foreign);
+      if (severity(sc.outcome, false) < severity(TeardownOutcome::damaged, false)) {
+        sc.outcome = TeardownOutcome::damaged;
+        sc.detail = what + (sc.detail.empty() ? "" : "; " + sc.detail);
+      } else {
+        sc.detail += "; " + what;
+      }
+    }
   return scenarios;
 }
 

@@ -87,6 +87,48 @@ void put_gpu_state(Json& m, ToolEnv& env, bool collective, int rank, const std::
 void put_jit(Json& m) {
   if (Json k = loaded_kernels_json(); !k.is_null()) m["jit"] = std::move(k);
 }
+// meta.ranks[]: every rank's host, pid, device and node (collective = false: this rank's alone).
+Json ranks_json(const ToolEnv& env, const std::vector<RankInfo>& all, bool collective, int world_rank) {
+  Json ranks = Json::array();
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const int rank = collective ? static_cast<int>(r) : world_rank;
+    ranks.push_back({{"rank", rank},
+                     {"host", all[r].host},
+                     {"pid", all[r].pid},
+                     {"device", all[r].device},
+                     {"device_name", all[r].device_name},
+                     {"arch", all[r].arch},
+                     {"node", env.boot && rank < env.boot->world() ? env.boot->node_of(rank) : 0}});
+  }
+  return ranks;
+}
+
+// meta.env: this process's MORI_* variables and the visible devices.
+Json env_json() {
+  Json menv = Json::object();
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "MORI_", 5) == 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
+        std::strncmp(*e, "HIP_VISIBLE_DEVICES=", 20) == 0) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      menv[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  return menv;
+}
+
+// meta.faults: the test-only fault points (MORI_FAULT), every item and the ranks it fired on.
+Json faults_json(const std::vector<detail::FaultItem>& faults, const std::vector<RankInfo>& all,
+                 bool collective, int world_rank) {
+  Json mfaults = Json::array();
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    Json fired = Json::array();
+    for (std::size_t r = 0; r < all.size() && i < 64; ++r)
+      if (all[r].faults_fired >> i & 1) fired.push_back(collective ? static_cast<int>(r) : world_rank);
+    mfaults.push_back({{"point", faults[i].point}, {"rank", faults[i].rank}, {"fired_on", fired}});
+  }
+  return mfaults;
+}
 }  // namespace
 
 Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
@@ -127,18 +169,7 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   }
   m["world"] = world_size;
-  Json ranks = Json::array();
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const int rank = collective ? static_cast<int>(r) : world_rank;
-    ranks.push_back({{"rank", rank},
-                     {"host", all[r].host},
-                     {"pid", all[r].pid},
-                     {"device", all[r].device},
-                     {"device_name", all[r].device_name},
-                     {"arch", all[r].arch},
-                     {"node", env.boot && rank < env.boot->world() ? env.boot->node_of(rank) : 0}});
-  }
-  m["ranks"] = ranks;
+  m["ranks"] = ranks_json(env, all, collective, world_rank);
   // Each setup step's cost, the maximum over ranks (docs/json.md "meta.setup").
   m["setup"] =
       env.boot && collective ? gather_setup_cost(*env.boot) : local_setup_cost(world_rank, world_size);
@@ -154,25 +185,8 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   put_gpu_state(m, env, collective, collective && env.boot ? env.boot->rank() : world_rank, pids);
   m["rtc"] = rtc_json(env.rt.get());
   put_jit(m);
-  Json menv = Json::object();
-  for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "MORI_", 5) == 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
-        std::strncmp(*e, "HIP_VISIBLE_DEVICES=", 20) == 0) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      menv[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  m["env"] = menv;
-  // Test-only fault points (MORI_FAULT): every item, and the ranks it fired on.
-  Json mfaults = Json::array();
-  for (std::size_t i = 0; i < faults.size(); ++i) {
-    Json fired = Json::array();
-    for (std::size_t r = 0; r < all.size() && i < 64; ++r)
-      if (all[r].faults_fired >> i & 1) fired.push_back(collective ? static_cast<int>(r) : world_rank);
-    mfaults.push_back({{"point", faults[i].point}, {"rank", faults[i].rank}, {"fired_on", fired}});
-  }
-  m["faults"] = mfaults;
+  m["env"] = env_json();
+  m["faults"] = faults_json(faults, all, collective, world_rank);
   m["environment"] = environment_json(
       env.rt.get(), gather_rank_facts(collective ? env.boot.get() : nullptr, env.rt.get(), env.device));
   return m;

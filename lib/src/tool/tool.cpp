@@ -59,6 +59,11 @@ void check_output_path(const std::string& option, const std::string& path) {
 
 namespace {
 
+// What a float option says of a value that is not a plain decimal number (is_plain_decimal).
+std::string not_plain_decimal(const std::string& text) {
+  return "'" + text + "' is not a plain decimal number (digits, an optional '.' and exponent)";
+}
+
 constexpr double kMinEndBoundS = 1.0;
 constexpr double kTreeCheckBoundS =
     10.0;  // git's answer about the source tree (docs/reliability.md, Revisions)
@@ -82,20 +87,23 @@ void add_common(CLI::App& app, CommonOptions& o) {
 
 // One rule for every option of every tool that takes a value (docs/reliability.md, "Bad input"): an empty
 // value is a usage error, never "not given" (a `--json "$OUT"` with OUT unset must not pass with no report);
-// and a count is decimal digits, as a size is (no hex, no leading space or sign but '-').
+// a count is decimal digits, as a size is (no hex, no leading space or sign but '-'); and a float is a plain
+// decimal number (is_plain_decimal: no hex, no blank, no inf or nan).
 void check_values(CLI::App& app) {
   for (CLI::Option* opt : app.get_options([](CLI::Option*) { return true; })) {
     if (opt->get_type_size() == 0) continue;  // a flag
     const std::string type = opt->get_type_name();
     const bool count = type == "INT" || type == "UINT";
+    const bool real = type == "FLOAT";
     opt->check(
-        [count](const std::string& v) -> std::string {
+        [count, real](const std::string& v) -> std::string {
           if (v.empty()) return "an empty value (give one, or leave the option out)";
           if (count) {
             const std::size_t digits = v[0] == '-' ? 1 : 0;
             if (v.size() == digits || v.find_first_not_of("0123456789", digits) != std::string::npos)
               return "'" + v + "' is not a whole number in decimal digits";
           }
+          if (real && !is_plain_decimal(v)) return not_plain_decimal(v);
           return {};
         },
         "");
@@ -249,6 +257,31 @@ int checked_stdout(const std::string& tool, int code) {
 
 }  // namespace
 
+bool is_plain_decimal(const std::string& text) {
+  std::size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - from;
+  };
+  std::size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
+void check_plain_decimal(const std::string& option, const std::string& text) {
+  if (!is_plain_decimal(text)) throw UsageError(option + ": " + not_plain_decimal(text));
+}
+
 std::optional<bool> build_stale(ToolEnv& env) {
   if (!env.tree_check.valid()) return env.build_stale;
   const TreeCheck tree = env.tree_check.get();
@@ -264,106 +297,105 @@ std::optional<bool> build_stale(ToolEnv& env) {
   return env.build_stale;
 }
 
-int tool_main(int argc, char** argv, const ToolSpec& spec) {
-  guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
-  MpiSession session(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  ToolEnv env;
-  env.tool = spec.name;
-  for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);
-  int code = 0;
-  double end_bound = 10;
-  try {
-    // The level is settled after parsing (the command line wins over MORI_LOG_LEVEL); until then: info.
-    log::init("info");
-    log::set_rank(world_rank);
-    CLI::App app(spec.description, spec.name);
-    app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " +
-                                          MORI_BUILD_COMMIT +
-                                          (MORI_BUILD_CLEAN == 0   ? ", tracked files changed"
-                                           : MORI_BUILD_CLEAN == 1 ? ", clean"
-                                                                   : ", clean state unknown") +
-                                          ")");
-    add_common(app, env.common);
-    if (spec.declare) spec.declare(app);
-    check_values(app);
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-      if (world_rank == 0) std::printf("%s", app.help().c_str());
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    } catch (const CLI::CallForVersion& e) {
-      if (world_rank == 0) std::printf("%s\n", e.what());
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    } catch (const CLI::ParseError& e) {
-      throw UsageError(e.what());
-    }
-    validate_common(env.common);
-    log::init(env.common.log_level);
-    log::set_rank(world_rank);
-    try {
-      if (spec.validate) spec.validate();
-    } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
-      return session.finish_with(checked_stdout(spec.name, 0), end_bound);
-    }
-    end_bound = std::min(env.common.timeout_s, 5.0);
-    env.revision = app_revision();
-    // Rank 0 asks git whether the tree moved on since the build, when make_meta or the end of the run first
-    // wants the answer (build_stale), not in the background: a git child and its pipe alive during the run
-    // would show in the resource counts the tools and tests take (fds over window cycles).
-    if (world_rank == 0)
-      env.tree_check = std::async(std::launch::deferred, [rev = env.revision] {
-                         return check_build_tree(rev, kTreeCheckBoundS);
-                       }).share();
-    set_jit_wait_bound(env.common.timeout_s);
-    set_file_bound(env.common.timeout_s);
+namespace {
 
-    // Before any traffic: a launch whose processes did not join one MPI job is refused on every process.
-    {
-      int mpi_world = 0;
-      MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
-      check_launcher_world(mpi_world);
-    }
-    env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
-    {
-      SetupStep timed(Setup::options_check);
-      check_same_job(*env.boot, spec.name, env.argv);
-    }
-    if (spec.needs_runtime) {
-      env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
-      if (!env.runtime_notice.empty()) {
-        if (env.is_root()) spdlog::info("{}", env.runtime_notice);
-        env.gpu_unavailable = env.runtime_notice;
-      }
-      const int n = env.rt->device_count();
-      env.device = env.common.device.value_or(env.boot->host_local_rank() % n);
-      if (env.device >= n)
-        throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
-                         std::to_string(n) + " device(s))");
-      env.rt->set_device(env.device);
-      env.gpu_start = gpu_state_start(env.rt.get(), env.device);  // a few NVML calls (docs/json.md)
-      spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device,
-                    n);
-    }
-    code = spec.body(env);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
-    code = static_cast<int>(e.code());
-    // A bound expired, wherever (the bootstrap included): the tool may still write what happened, without
-    // waiting for its peers.
-    if (e.code() == ExitCode::timeout && spec.bound_expired) {
-      try {
-        spec.bound_expired(env, e.what());
-      } catch (const std::exception& e2) {
-        std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
-                     rank_tag().c_str(), e2.what());
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
-    code = static_cast<int>(ExitCode::runtime);
+// Parses the command line into app (which lives as long as the run: an option's callbacks and counts stay
+// valid) and validates it, the common options, then the tool's. Returns the exit code where the run ends here
+// (--help, --version, an informational option such as --list); throws UsageError.
+std::optional<int> parse_options(CLI::App& app, int argc, char** argv, const ToolSpec& spec, ToolEnv& env,
+                                 int world_rank) {
+  app.set_version_flag("--version", std::string(spec.name) + " " + version() + " (git " + MORI_BUILD_COMMIT +
+                                        (MORI_BUILD_CLEAN == 0   ? ", tracked files changed"
+                                         : MORI_BUILD_CLEAN == 1 ? ", clean"
+                                                                 : ", clean state unknown") +
+                                        ")");
+  add_common(app, env.common);
+  if (spec.declare) spec.declare(app);
+  check_values(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (world_rank == 0) std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    if (world_rank == 0) std::printf("%s\n", e.what());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
   }
+  validate_common(env.common);
+  log::init(env.common.log_level);
+  log::set_rank(world_rank);
+  try {
+    if (spec.validate) spec.validate();
+  } catch (const CLI::Success&) {  // an informational option (e.g. --list) did its job
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// Everything before the tool's body that involves other ranks: the bounds, the launcher's count, the
+// bootstrap and the check that every rank runs the same job.
+void start_job(ToolEnv& env, const ToolSpec& spec, int world_rank) {
+  env.revision = app_revision();
+  // Rank 0 asks git whether the tree moved on since the build, when make_meta or the end of the run first
+  // wants the answer (build_stale), not in the background: a git child and its pipe alive during the run
+  // would show in the resource counts the tools and tests take (fds over window cycles).
+  if (world_rank == 0)
+    env.tree_check = std::async(std::launch::deferred, [rev = env.revision] {
+                       return check_build_tree(rev, kTreeCheckBoundS);
+                     }).share();
+  set_jit_wait_bound(env.common.timeout_s);
+  set_file_bound(env.common.timeout_s);
+
+  // Before any traffic: a launch whose processes did not join one MPI job is refused on every process.
+  {
+    int mpi_world = 0;
+    MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world));
+    check_launcher_world(mpi_world);
+  }
+  env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
+  SetupStep timed(Setup::options_check);
+  check_same_job(*env.boot, spec.name, env.argv);
+}
+
+// The runtime (--backend), the device (--device, else the node-local rank modulo the count), its GPU state.
+void start_runtime(ToolEnv& env, const ToolSpec& spec) {
+  env.rt = select_runtime(parse_backend(env.common.backend), &env.runtime_notice);
+  if (!env.runtime_notice.empty()) {
+    if (env.is_root()) spdlog::info("{}", env.runtime_notice);
+    env.gpu_unavailable = env.runtime_notice;
+  }
+  const int n = env.rt->device_count();
+  env.device = env.common.device.value_or(env.boot->host_local_rank() % n);
+  if (env.device >= n)
+    throw UsageError("--device: " + std::to_string(env.device) + " is out of range (this node has " +
+                     std::to_string(n) + " device(s))");
+  env.rt->set_device(env.device);
+  env.gpu_start = gpu_state_start(env.rt.get(), env.device);  // a few NVML calls (docs/json.md)
+  spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device, n);
+}
+
+// The one place where a typed error becomes an exit code (README, exit codes): one line naming it, and where
+// a bound expired, wherever (the bootstrap included), the tool's report of what happened, without waiting for
+// its peers.
+int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
+  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+  if (e.code() == ExitCode::timeout && spec.bound_expired) {
+    try {
+      spec.bound_expired(env, e.what());
+    } catch (const std::exception& e2) {
+      std::fprintf(stderr, "%s: error (%s): the report after the expired bound: %s\n", spec.name.c_str(),
+                   rank_tag().c_str(), e2.what());
+    }
+  }
+  return static_cast<int>(e.code());
+}
+
+// The end of every run that got past parsing: the warnings left to give, stdout checked, the resources
+// returned before MPI ends, and the last barrier.
+int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_rank, int code,
+            double end_bound) {
   try {
     (void)build_stale(env);  // the warning, where no report asked yet
   } catch (const std::exception& e) {
@@ -384,6 +416,38 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   // whose ranks all finished.
   end_bound = std::max(end_bound, kMinEndBoundS);
   return session.finish_with(code, end_bound);
+}
+
+}  // namespace
+
+int tool_main(int argc, char** argv, const ToolSpec& spec) {
+  guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
+  MpiSession session(&argc, &argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  ToolEnv env;
+  env.tool = spec.name;
+  for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);
+  int code = 0;
+  double end_bound = 10;
+  try {
+    // The level is settled after parsing (the command line wins over MORI_LOG_LEVEL); until then: info.
+    log::init("info");
+    log::set_rank(world_rank);
+    CLI::App app(spec.description, spec.name);
+    if (const auto early = parse_options(app, argc, argv, spec, env, world_rank))
+      return session.finish_with(checked_stdout(spec.name, *early), end_bound);
+    end_bound = std::min(env.common.timeout_s, 5.0);
+    start_job(env, spec, world_rank);
+    if (spec.needs_runtime) start_runtime(env, spec);
+    code = spec.body(env);
+  } catch (const Error& e) {
+    code = exit_code_of(e, env, spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    code = static_cast<int>(ExitCode::runtime);
+  }
+  return end_run(session, env, spec, world_rank, code, end_bound);
 }
 
 }  // namespace mori::symm

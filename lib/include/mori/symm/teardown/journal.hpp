@@ -94,11 +94,19 @@ struct ScenarioSummary {
   Json ranks = Json::array();                     // {rank, outcome, steps, leaked[, detail][, cycles]} each
 };
 
+// More ranks than any job has: a journal whose world is larger is not one of this tool's, and a file
+// rank-<r>.journal with r at or past it is no rank's.
+inline constexpr int kMaxJournalWorld = 1 << 20;
+
 // Builds the scenarios of the mori.teardown/1 payload from every rank-*.journal in dir. Throws UsageError if
-// the folder holds no journal, ApiError if one cannot be read. A damaged journal (a torn line, an unknown
-// record, a malformed number or step status) makes its rank's outcome damaged, naming the file and line;
-// damage before any scenario is reported as a scenario named "(damaged journal)". write_errors (rank -> errno
-// name, from the job itself) makes every scenario such a rank did not finish journal_error.
+// the folder holds no journal of a rank or a journal whose world exceeds kMaxJournalWorld, ApiError if one
+// cannot be read. A damaged journal (a torn line, an unknown record, a malformed number or step status) makes
+// its rank's outcome damaged, naming the file and line; damage before any scenario is reported as a scenario
+// named "(damaged journal)"; a file named like a journal but of no rank (rank-99999999999.journal) makes
+// every scenario damaged, naming it. A rank of the job (0..world-1) with no record of a scenario, its journal
+// missing from the folder or silent on the scenario, makes the scenario journal_error (unless a crash, hang
+// or damage speaks for it), naming the ranks. write_errors (rank -> errno name, from the job itself) makes
+// every scenario such a rank did not finish journal_error.
 std::vector<ScenarioSummary> summarize_journals(const std::string& dir,
                                                 const std::map<int, std::string>& write_errors = {});
 

@@ -1,4 +1,5 @@
-// mori-teardown-repro's journal folder: claimed by one job, and the journals' write errors gathered.
+// The journal folder of a job of mori-teardown-repro: claimed by one job, and the journals' write errors
+// gathered (docs/mori-teardown-repro.md, "The journal").
 #pragma once
 
 #include <map>
@@ -7,7 +8,7 @@
 #include "mori/symm/comm/bootstrap.hpp"
 #include "mori/symm/teardown/journal.hpp"
 
-namespace mori::symm::teardown {
+namespace mori::symm {
 
 // The folder --journal-dir names when it is not given: one new folder per job under it, so that a second run
 // does not find the first one's journals (docs/mori-teardown-repro.md, "The journal").
@@ -21,4 +22,4 @@ std::string claim_journal_dir(Bootstrap& boot, const std::string& dir);
 // Collective: rank -> errno name of every rank whose journal could not be written.
 std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j);
 
-}  // namespace mori::symm::teardown
+}  // namespace mori::symm

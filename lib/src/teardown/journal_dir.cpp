@@ -1,5 +1,6 @@
-// mori-teardown-repro's journal folder: claimed by one job, and the journals' write errors gathered.
-#include "journal_dir.hpp"
+// The journal folder of a job of mori-teardown-repro: claimed by one job, and the journals' write errors
+// gathered (docs/mori-teardown-repro.md, "The journal").
+#include "mori/symm/teardown/journal_dir.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +12,7 @@
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/files.hpp"
 
-namespace mori::symm::teardown {
+namespace mori::symm {
 
 namespace {
 constexpr const char* kClaimFile = "job.claim";
@@ -88,4 +89,4 @@ std::map<int, std::string> gather_write_errors(Bootstrap& boot, const Journal& j
   return write_errors;
 }
 
-}  // namespace mori::symm::teardown
+}  // namespace mori::symm
