@@ -145,10 +145,10 @@ __device__ __forceinline__ void mori_copy_chunk(const uint4* s, char* dbytes, u6
 
 // Test-only (MORI_FAULT a2a.slow-kernel, docs/perf-check.md "A/B"): the calling thread waits `cycles` of the
 // counter clock64() reads (the host converts the delay from the device's clock rate), so that each block's
-// final signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block. The push
-// calls it first thing, where nothing else is live: called before its final signal (after the stores), its
-// registers took the ptr host-sync push from 32 to 40 per thread, 3 resident blocks per multiprocessor instead
-// of 4, and so a plan of 6 blocks per peer instead of 8 (docs/mori-a2a.md "Replaying a GPU run").
+// final signal, and the launch, come that much later. 0 (the fault off): one uniform branch per block. The
+// push calls it first thing, where nothing else is live: called before its final signal (after the stores),
+// its registers took the ptr host-sync push from 32 to 40 per thread, 3 resident blocks per multiprocessor
+// instead of 4, and so a plan of 6 blocks per peer instead of 8 (docs/mori-a2a.md "Replaying a GPU run").
 __device__ __forceinline__ void mori_fault_slow(u64 cycles) {
   if (!cycles) return;
   const u64 t0 = static_cast<u64>(clock64());
@@ -173,10 +173,15 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
 }
 
 template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
-__global__ void __launch_bounds__(512)
-    MORI_K_A2A_PUSH(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base,
-                    u64 stride, int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns,
-                    u32 mutate, u64 slow_cycles, u32* status, int device_scope) {
+__global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) {
+  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
+  void* const* __restrict__ peers = a.peers;
+  char* lsa_base = a.lsa_base;
+  const u64 stride = a.stride, timeout_ns = a.timeout_ns, slow_cycles = a.slow_cycles;
+  const int world = a.world, me = a.me, blocks_per_peer = a.blocks_per_peer, device_scope = a.device_scope;
+  const MoriA2aLayout L = a.layout;
+  const u32 mutate = a.mutate;
+  u32* status = a.status;
   mori_grid_wait_previous();
   mori_grid_allow_next();
   if (threadIdx.x == 0) mori_fault_slow(slow_cycles);  // thread 0's stores, and so the block's end, wait
@@ -274,10 +279,16 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 }
 
 template <int kLsa>
-__global__ void __launch_bounds__(512)
-    MORI_K_A2A_LL(const uint4* __restrict__ src, void* const* __restrict__ peers, char* lsa_base, u64 stride,
-                  int world, int me, MoriA2aLayout L, int blocks_per_peer, u64 timeout_ns, u32 mutate,
-                  u64 slow_cycles, u32* status, int device_scope, int source_evict_first) {
+__global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
+  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
+  void* const* __restrict__ peers = a.peers;
+  char* lsa_base = a.lsa_base;
+  const u64 stride = a.stride, timeout_ns = a.timeout_ns, slow_cycles = a.slow_cycles;
+  const int world = a.world, me = a.me, blocks_per_peer = a.blocks_per_peer, device_scope = a.device_scope;
+  const int source_evict_first = a.source_evict_first;
+  const MoriA2aLayout L = a.layout;
+  const u32 mutate = a.mutate;
+  u32* status = a.status;
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -334,7 +345,8 @@ __global__ void __launch_bounds__(512)
 }
 
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).
-__global__ void MORI_K_A2A_DELAY(u64 ns) {
+__global__ void MORI_K_A2A_DELAY(const MoriA2aDelayArgs a) {
+  const u64 ns = a.ns;
   if (threadIdx.x != 0) return;
   const u64 t0 = mori_now_ns();
   while (mori_now_ns() - t0 < ns) mori_spin_pause();
@@ -342,7 +354,11 @@ __global__ void MORI_K_A2A_DELAY(u64 ns) {
 
 // Fills the source for the next launch: slot p, word i = pattern(me, p, i, tag), tag = the epoch that launch
 // will complete (read from the pad on the device, so a captured graph gets a new tag each replay).
-__global__ void MORI_K_A2A_FILL(u32* src, int world, int me, MoriA2aLayout L, const u32* epoch) {
+__global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
+  u32* src = static_cast<u32*>(a.src);
+  const int world = a.world, me = a.me;
+  const MoriA2aLayout L = a.layout;
+  const u32* epoch = a.epoch;
   const u32 tag = *reinterpret_cast<const volatile u32*>(epoch) + 1u;
   const u64 words = (L.chunk + 3) / 4, pitch_words = L.pitch / 4;
   const u64 total = words * static_cast<u64>(world);
@@ -356,8 +372,12 @@ __global__ void MORI_K_A2A_FILL(u32* src, int world, int me, MoriA2aLayout L, co
 // Counts the bytes of the receive buffer of the last completed launch that differ from what they should hold:
 // slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
 // Counted per 32-bit word: a word is wrong when any of its bytes is.
-__global__ void MORI_K_A2A_VERIFY(const u32* win, int world, int me, MoriA2aLayout L, const u32* epoch_ptr,
-                                  unsigned long long* wrong) {
+__global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
+  const u32* win = static_cast<const u32*>(a.win);
+  const int world = a.world, me = a.me;
+  const MoriA2aLayout L = a.layout;
+  const u32* epoch_ptr = a.epoch;
+  unsigned long long* wrong = a.wrong;
   const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
   const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
   const u64 pitch_words = L.pitch / 4;

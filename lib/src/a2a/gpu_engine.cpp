@@ -22,6 +22,14 @@ using detail::OwnedBuffer;
 using detail::OwnedEvent;
 using detail::OwnedStream;
 
+// The push kernel's instantiation (a2a_push or a2a_ll), typed by its argument struct.
+KernelName<A2aPushArgs> push_kernel_name(const PushSpec& sp) {
+  const bool lsa = sp.addressing == Addressing::lsa;
+  return sp.sync && sp.protocol == Protocol::ll
+             ? a2a_ll_name(lsa)
+             : a2a_push_name(lsa, sp.sync, sp.unroll, sp.protocol == Protocol::direct, sp.source_evict_first);
+}
+
 // A replay advances the device epoch by the launches it captured; the engine's host copy of the epoch
 // follows. A graph holding the copy protocol's copies holds fixed receive buffers: it may only start at the
 // parity it was captured at (validate_a2a keeps the launches per graph even, so replays keep it).
@@ -72,9 +80,9 @@ class GpuEngine final : public A2aEngine {
   void poison(std::size_t bytes) override { c_.rt.memset_async(c_.win.local(), 0xFF, bytes, stream_.get()); }
 
   void fill(const A2aLayout& L) override {
-    A2aFillArgs a{src_.p, c_.world, c_.me, L, epoch_ptr()};
-    c_.rt.launch(module_.function(a2a_fill_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
-                 a.args().data());
+    const A2aFillArgs a{src_.p, c_.world, c_.me, L, epoch_ptr()};
+    detail::launch(c_.rt, kernel(module_, a2a_fill_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
+                   a);
   }
 
   void push(const A2aLayout& L, const PushSpec& sp) override {
@@ -83,12 +91,13 @@ class GpuEngine final : public A2aEngine {
   }
 
   long resident_blocks(const PushSpec& sp) override {
-    const std::string name = a2a_kernel_name(sp);
-    auto it = resident_.find(name);
+    const auto name = push_kernel_name(sp);
+    auto it = resident_.find(name.name);
     if (it == resident_.end())
       it = resident_
-               .emplace(name, static_cast<long>(std::max(sms_, 1)) *
-                                  c_.rt.resident_blocks_per_multiprocessor(module_.function(name), kThreads))
+               .emplace(name.name,
+                        static_cast<long>(std::max(sms_, 1)) *
+                            resident_blocks_per_multiprocessor(c_.rt, kernel(module_, name), kThreads))
                .first;
     return it->second;
   }
@@ -96,9 +105,9 @@ class GpuEngine final : public A2aEngine {
   // Every launch of a push kernel advances the device epoch by one (its last block does); epoch_ counts them
   // as enqueued, so the host knows the parity of the next launch.
   void launch_push(const A2aLayout& L, const PushSpec& sp) {
-    const std::string name = a2a_kernel_name(sp);
+    const auto k = kernel(module_, push_kernel_name(sp));
     const auto lsa = c_.win.lsa();
-    A2aPushArgs a;
+    A2aPushArgs a{};
     a.src = src_.p;
     a.peers = c_.win.peer_ptrs_device();
     a.lsa_base = static_cast<char*>(lsa.base);
@@ -113,13 +122,11 @@ class GpuEngine final : public A2aEngine {
     a.status = static_cast<std::uint32_t*>(status_.p) + 2;
     a.device_scope = sp.device_scope ? 1 : 0;
     a.source_evict_first = sp.source_evict_first ? 1 : 0;  // a2a_ll's; a2a_push's is a template argument
-    auto args = a.args();
     const auto grid = static_cast<unsigned>(c_.world * sp.blocks_per_peer);
     if (sp.overlap) {
-      overlapped_ =
-          c_.rt.launch_overlapping(module_.function(name), grid, kThreads, stream_.get(), args.data());
+      overlapped_ = detail::launch_overlapping(c_.rt, k, grid, kThreads, stream_.get(), a);
     } else {
-      c_.rt.launch(module_.function(name), {grid}, {kThreads}, 0, stream_.get(), args.data());
+      detail::launch(c_.rt, k, {grid}, {kThreads}, 0, stream_.get(), a);
       overlapped_ = false;
     }
     ++epoch_;
@@ -146,14 +153,15 @@ class GpuEngine final : public A2aEngine {
   }
 
   void delay(double us) override {
-    A2aDelayArgs a{static_cast<std::uint64_t>(us * 1e3)};
-    c_.rt.launch(module_.function(a2a_delay_name()), {1}, {32}, 0, stream_.get(), a.args().data());
+    const A2aDelayArgs a{static_cast<std::uint64_t>(us * 1e3)};
+    detail::launch(c_.rt, kernel(module_, a2a_delay_name()), {1}, {32}, 0, stream_.get(), a);
   }
 
   void verify(const A2aLayout& L) override {
-    A2aVerifyArgs a{c_.win.local(), c_.world, c_.me, L, epoch_ptr(), status_.p};
-    c_.rt.launch(module_.function(a2a_verify_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
-                 a.args().data());
+    const A2aVerifyArgs a{
+        c_.win.local(), c_.world, c_.me, L, epoch_ptr(), static_cast<unsigned long long*>(status_.p)};
+    detail::launch(c_.rt, kernel(module_, a2a_verify_name()), {aux_blocks()}, {kAuxThreads}, 0, stream_.get(),
+                   a);
   }
 
   void copy_peers(const A2aLayout& L) override { copy_to_peers(L, 0, false); }
@@ -260,9 +268,10 @@ class GpuEngine final : public A2aEngine {
                                    static_cast<std::uint64_t>(static_cast<double>(ns) * clock64_khz_ / 1e6));
   }
   unsigned aux_blocks() const { return static_cast<unsigned>(std::max(sms_, 1)) * 4; }
-  const void* epoch_ptr() const {
-    return static_cast<const char*>(c_.win.local()) + c_.win.layout().signal_offset +
-           4 * MORI_SIGNAL_PAD_EPOCH_WORD;
+  const std::uint32_t* epoch_ptr() const {
+    return reinterpret_cast<const std::uint32_t*>(static_cast<const char*>(c_.win.local()) +
+                                                  c_.win.layout().signal_offset +
+                                                  4 * MORI_SIGNAL_PAD_EPOCH_WORD);
   }
   void ensure_side_streams() {
     if (fork_) return;
@@ -294,10 +303,7 @@ class GpuEngine final : public A2aEngine {
 }  // namespace
 
 std::string a2a_kernel_name(const PushSpec& sp) {
-  const bool lsa = sp.addressing == Addressing::lsa;
-  return sp.sync && sp.protocol == Protocol::ll
-             ? a2a_ll_name(lsa)
-             : a2a_push_name(lsa, sp.sync, sp.unroll, sp.protocol == Protocol::direct, sp.source_evict_first);
+  return push_kernel_name(sp).name;
 }
 
 std::unique_ptr<A2aEngine> make_gpu_a2a_engine(const EngineContext& ctx) {

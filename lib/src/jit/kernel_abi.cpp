@@ -8,26 +8,26 @@ std::string flag(bool b) {
 }
 }  // namespace
 
-std::string a2a_push_name(bool lsa, bool sync, int unroll, bool direct, bool evict_first) {
-  return std::string(MORI_KERNEL_NAME(MORI_K_A2A_PUSH)) + "<" + flag(lsa) + ", " + flag(sync) + ", " +
-         std::to_string(unroll) + ", " + flag(direct) + ", " + flag(evict_first) + ">";
+KernelName<A2aPushArgs> a2a_push_name(bool lsa, bool sync, int unroll, bool direct, bool evict_first) {
+  return {std::string(MORI_KERNEL_NAME(MORI_K_A2A_PUSH)) + "<" + flag(lsa) + ", " + flag(sync) + ", " +
+          std::to_string(unroll) + ", " + flag(direct) + ", " + flag(evict_first) + ">"};
 }
 
-std::string a2a_ll_name(bool lsa) {
-  return std::string(MORI_KERNEL_NAME(MORI_K_A2A_LL)) + "<" + flag(lsa) + ">";
+KernelName<A2aPushArgs> a2a_ll_name(bool lsa) {
+  return {std::string(MORI_KERNEL_NAME(MORI_K_A2A_LL)) + "<" + flag(lsa) + ">"};
 }
 
-std::string matrix_copy_name(bool lsa, int unroll, bool stream) {
-  return std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_COPY)) + "<" + flag(lsa) + ", " + std::to_string(unroll) +
-         ", " + flag(stream) + ">";
+KernelName<MatrixCopyArgs> matrix_copy_name(bool lsa, int unroll, bool stream) {
+  return {std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_COPY)) + "<" + flag(lsa) + ", " +
+          std::to_string(unroll) + ", " + flag(stream) + ">"};
 }
 
-std::string matrix_bulk_name(bool lsa, bool tma) {
-  return std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_BULK)) + "<" + flag(lsa) + ", " + flag(tma) + ">";
+KernelName<MatrixBulkArgs> matrix_bulk_name(bool lsa, bool tma) {
+  return {std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_BULK)) + "<" + flag(lsa) + ", " + flag(tma) + ">"};
 }
 
-std::string matrix_pingpong_name(bool lsa) {
-  return std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_PINGPONG)) + "<" + flag(lsa) + ">";
+KernelName<MatrixPingpongArgs> matrix_pingpong_name(bool lsa) {
+  return {std::string(MORI_KERNEL_NAME(MORI_K_MATRIX_PINGPONG)) + "<" + flag(lsa) + ">"};
 }
 
 }  // namespace mori::symm::detail

@@ -60,11 +60,11 @@ const char* const kBulkCopy = "TMA bulk copies (NVIDIA sm_90 and newer)";
 
 std::vector<std::pair<std::string, std::vector<Instantiation>>> all_instantiations() {
   using namespace detail;
-  std::vector<Instantiation> a2a{{a2a_fill_name(), ""},
-                                 {a2a_verify_name(), ""},
-                                 {a2a_delay_name(), ""},
-                                 {a2a_ll_name(false), ""},
-                                 {a2a_ll_name(true), ""}};
+  std::vector<Instantiation> a2a{{a2a_fill_name().name, ""},
+                                 {a2a_verify_name().name, ""},
+                                 {a2a_delay_name().name, ""},
+                                 {a2a_ll_name(false).name, ""},
+                                 {a2a_ll_name(true).name, ""}};
   // kEvictFirst = 1 is built everywhere: without L2 cache hints (AMD, NVIDIA before sm_80) its loads are
   // plain ones, and the host never launches it there (docs/amd.md).
   for (bool lsa : {false, true})
@@ -72,13 +72,14 @@ std::vector<std::pair<std::string, std::vector<Instantiation>>> all_instantiatio
       for (int unroll : {4, 8})
         for (bool direct : {false, true})
           for (bool evict_first : {false, true})
-            a2a.push_back({a2a_push_name(lsa, sync, unroll, direct, evict_first), ""});
-  std::vector<Instantiation> matrix{{matrix_pingpong_name(false), ""}, {matrix_pingpong_name(true), ""}};
+            a2a.push_back({a2a_push_name(lsa, sync, unroll, direct, evict_first).name, ""});
+  std::vector<Instantiation> matrix{{matrix_pingpong_name(false).name, ""},
+                                    {matrix_pingpong_name(true).name, ""}};
   for (bool lsa : {false, true}) {
     for (int unroll : {4, 8, 16})
-      for (bool stream : {false, true}) matrix.push_back({matrix_copy_name(lsa, unroll, stream), ""});
+      for (bool stream : {false, true}) matrix.push_back({matrix_copy_name(lsa, unroll, stream).name, ""});
     // Defined only where the prelude sets MORI_BULK_COPY (NVIDIA sm_90 and newer).
-    for (bool tma : {false, true}) matrix.push_back({matrix_bulk_name(lsa, tma), kBulkCopy});
+    for (bool tma : {false, true}) matrix.push_back({matrix_bulk_name(lsa, tma).name, kBulkCopy});
   }
   return {{"a2a.hip", a2a}, {"matrix.hip", matrix}};
 }

@@ -135,8 +135,8 @@ double host_gbps(Ctx& c, int peer, int lsa, int read) {
 double read_bandwidth(Ctx& c, int peer, int lsa) {
   if (!c.gpu) return host_gbps(c, peer, lsa, 1);
   // The read direction: 4 loads in flight, plain stores.
-  Function f = c.gpu->mod.function(detail::matrix_copy_name(lsa != 0, 4, false));
-  detail::MatrixCopyArgs a;
+  const auto f = detail::kernel(c.gpu->mod, detail::matrix_copy_name(lsa != 0, 4, false));
+  detail::MatrixCopyArgs a{};
   a.peers = c.w.peer_ptrs_device();
   a.lsa_base = static_cast<char*>(c.w.lsa().base);
   a.stride = c.w.lsa().stride;
@@ -144,9 +144,8 @@ double read_bandwidth(Ctx& c, int peer, int lsa) {
   a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
   a.read = 1;
   a.local = c.sink.p;
-  auto args = a.args();
   const unsigned blocks = static_cast<unsigned>(c.rt.device_info(c.w.options().device).multiprocessors) * 4;
-  return gpu_gbps(c, {[&] { c.rt.launch(f, {blocks}, {512}, 0, c.stream(), args.data()); }})[0];
+  return gpu_gbps(c, {[&] { detail::launch(c.rt, f, {blocks}, {512}, 0, c.stream(), a); }})[0];
 }
 
 // Whether one `write` puts exactly the pattern into peer's slot: the slot is poisoned first (by the copy
@@ -229,8 +228,8 @@ std::uint64_t host_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint
 
 std::uint64_t gpu_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint32_t first,
                            std::vector<double>& ns) {
-  Function f = c.gpu->mod.function(detail::matrix_pingpong_name(lsa != 0));
-  detail::MatrixPingpongArgs a;
+  const auto f = detail::kernel(c.gpu->mod, detail::matrix_pingpong_name(lsa != 0));
+  detail::MatrixPingpongArgs a{};
   a.peers = c.w.peer_ptrs_device();
   a.lsa_base = static_cast<char*>(c.w.lsa().base);
   a.stride = c.w.lsa().stride;
@@ -238,13 +237,12 @@ std::uint64_t gpu_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint3
   a.timeout_ns = static_cast<std::uint64_t>(c.boot.timeout_s() * 1e9);
   a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
   a.initiator = initiator ? 1 : 0;
-  a.my_pad = c.w.signal_pad(c.boot.rank());
+  a.my_pad = static_cast<std::uint32_t*>(c.w.signal_pad(c.boot.rank()));
   a.first_round = first;
   a.rounds = static_cast<std::uint32_t>(c.o.rounds);
-  a.times = static_cast<std::uint64_t*>(c.gpu->times.p);
-  a.result = static_cast<std::uint64_t*>(c.gpu->result.p);
-  auto args = a.args();
-  c.rt.launch(f, {1}, {1}, 0, c.stream(), args.data());
+  a.times = static_cast<unsigned long long*>(c.gpu->times.p);
+  a.result = static_cast<unsigned long long*>(c.gpu->result.p);
+  detail::launch(c.rt, f, {1}, {1}, 0, c.stream(), a);
   c.rt.stream_sync(c.stream());
   std::uint64_t result = 0;
   c.rt.copy_to_host(&result, static_cast<std::uint64_t*>(c.gpu->result.p), sizeof(result));

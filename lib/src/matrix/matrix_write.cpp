@@ -197,15 +197,16 @@ Json request_json(const WriteKernelOptions& o) {
 
 void launch_write(Runtime& rt, const KernelModule& mod, const WriteChoice& c, WriteArgs a, Stream s) {
   if (is_bulk(c.kernel)) {
-    const Function f = mod.function(matrix_bulk_name(a.lsa != 0, c.kernel == WriteKernel::bulk_tma));
-    MatrixBulkArgs b{
+    const auto f = kernel(mod, matrix_bulk_name(a.lsa != 0, c.kernel == WriteKernel::bulk_tma));
+    const MatrixBulkArgs b{
         static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, a.local, a.bytes, c.tile_bytes};
-    rt.launch(f, {c.blocks}, {c.threads}, 2 * static_cast<std::size_t>(c.tile_bytes), s, b.args().data());
+    launch(rt, f, {c.blocks}, {c.threads}, 2 * static_cast<std::size_t>(c.tile_bytes), s, b);
     return;
   }
-  const Function f = mod.function(matrix_copy_name(a.lsa != 0, c.unroll, c.kernel == WriteKernel::stream));
-  MatrixCopyArgs k{static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, 0, a.local, a.bytes / 16};
-  rt.launch(f, {c.blocks}, {c.threads}, 0, s, k.args().data());
+  const auto f = kernel(mod, matrix_copy_name(a.lsa != 0, c.unroll, c.kernel == WriteKernel::stream));
+  const MatrixCopyArgs k{
+      static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, 0, a.local, a.bytes / 16};
+  launch(rt, f, {c.blocks}, {c.threads}, 0, s, k);
 }
 
 namespace {
