@@ -8,8 +8,9 @@ includes: every source and header under lib/src/<layer>/ and lib/include/mori/sy
           named in lib/layers.txt; each quoted #include is resolved (next to the file, then lib/include/, then
           kernels/, whose abi.hip is the device ABI below every layer) and must land in the file's own layer or
           in a layer of an earlier line; an include of the library's headers is spelled
-          "mori/symm/<layer>/name.hpp", in lib/, apps/ and tests/ alike. A quoted include in lib/ that
-          resolves nowhere fails, but for the header the build generates (GENERATED).
+          "mori/symm/<layer>/name.hpp", in lib/, apps/ and tests/ alike, and no app includes a detail/ header.
+          A quoted include in lib/ that resolves nowhere fails, but for the header the build generates
+          (GENERATED).
 files:    lib/README.md holds, between its two markers, the table of every layer with the layers it may include
           and every file of its two folders; --write rewrites the table from the tree.
 Exit 0: the rule holds; 1: a violation, each named with its file and line (or the README's table out of date).
@@ -100,6 +101,11 @@ def check_includes(root):
                             continue
                         if target is None:
                             failures.append(f"{where}: no such header under lib/include")
+                            continue
+                        if rel.startswith("apps/") and "detail" in parts[3:-1]:
+                            failures.append(f"{where}: an app includes a private header (detail/): apps parse, "
+                                            "call the library's public headers and print (lib/README.md, House "
+                                            "rules)")
                             continue
                     # apps/ and tests/ sit above the library; a system header is in no layer.
                     if own is None or not quoted:
