@@ -1,5 +1,6 @@
 // One header that absorbs the differences between the HIP platforms this project builds for:
-// ROCm's HIP (AMD: ROCm 5.7 and newer to run; Debian 12's ROCm 5.2 to build and compile the kernels in CI,
+// ROCm's HIP (AMD: ROCm 5.7 and newer to run; CI builds against Debian experimental's ROCm 7.2 in a
+// forky chroot and compiles the kernels with it, and checks the old-HIP side against HIP 5.7's headers,
 // docs/amd.md) and the project's own HIP-on-CUDA mapping (NVIDIA).
 #pragma once
 
