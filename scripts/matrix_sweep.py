@@ -22,7 +22,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mori_results.documents import load_document  # noqa: E402
-from mori_results.errors import Malformed  # noqa: E402
+from mori_results.errors import Malformed, Usage  # noqa: E402
+from mori_results.files import check_output_file, write_text  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_SUMMARY = 3
@@ -132,6 +133,11 @@ def main(argv):
         return EXIT_USAGE
     probe_args = a.probe_args[1:] if a.probe_args[:1] == ["--"] else a.probe_args
     try:
+        check_output_file(a.out, "--out")
+    except Usage as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         d = load_document(a.probe, accept=("mori.probe",))
         if d is None:
             raise Malformed(a.probe, "not a mori.probe report")
@@ -144,10 +150,12 @@ def main(argv):
               file=sys.stderr)
         return EXIT_SUMMARY
     try:
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=2)
-    except OSError as e:
-        print(f"matrix-sweep: {a.out}: cannot write: {e.strerror or e}", file=sys.stderr)
+        write_text(a.out, json.dumps(doc, indent=2), "--out")
+    except Usage as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except Malformed as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
         return EXIT_SUMMARY
     print_summary(doc, a.probe, a.out)
     return 0

@@ -6,6 +6,8 @@ import signal
 import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
+from mori_results.errors import Malformed
+from mori_results.files import check_output_file
 
 from .budget import Budget, worst_case_s
 from .cases import CASES, FAULTY, Case
@@ -66,6 +68,11 @@ def parse(usage):
     if a.bin is None:
         a.bin = os.environ.get("MORI_BIN") or os.path.join(ROOT, "build-gpu/bin" if gpu and os.path.isdir(
             os.path.join(ROOT, "build-gpu/bin")) else "build/bin")
+    try:  # a regular file or a new name in a writable folder, checked before any job starts
+        check_output_file(a.json, "--json")
+    except Malformed as e:
+        print(f"faults: {e}", file=sys.stderr)
+        sys.exit(2)
     a.bin = os.path.abspath(a.bin)  # the jobs run in a temporary folder
     a.mpirun = shlex.split(a.mpirun) if a.mpirun else mori_launcher.mpirun_command(a.bin)
     return a

@@ -8,6 +8,7 @@ import sys
 from .procs import sh
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mori_results.files import write_text  # noqa: E402
 from mori_results.tools import tools_revision  # noqa: E402
 
 SCHEMA = "mori.faults/1"
@@ -41,9 +42,7 @@ def finish(doc, path):
     """Sets the document's ok (every case ok, none skipped, not interrupted) and writes it."""
     doc["ok"] = (bool(doc["cases"]) and all(c["ok"] for c in doc["cases"]) and not doc["skipped"] and
                  not doc.get("interrupted"))
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_text(path, json.dumps(doc, indent=1) + "\n", "--json")
 
 
 def landed(c):

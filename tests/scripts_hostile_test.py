@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Hostile inputs, third round, the scripts' side (docs/reliability.md, "Files the scripts write"): output paths that
+are not regular files, through the one writer (scripts/mori_results/files.py). Every usage error must be one line
+and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
+
+usage: scripts_hostile_test.py BIN_DIR MPIRUN...
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCRIPTS = os.path.join(ROOT, "scripts")
+sys.path.insert(0, HERE)
+sys.path.insert(0, SCRIPTS)
+import harness  # noqa: E402
+from harness import check, finish  # noqa: E402
+
+BIN = os.path.abspath(sys.argv[1])
+MPIRUN = sys.argv[2:]
+TMP = tempfile.mkdtemp(prefix="mori-scripts-hostile-")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+A2A_DOC = os.path.join(FIX, "h200-a2a-w2-r1.json")
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def run(cmd, env=None, timeout=120, cwd=None):
+    """(exit code, stdout + stderr text) of cmd, from cwd (default a fresh folder)."""
+    cwd = cwd or tempfile.mkdtemp(dir=TMP, prefix="cwd-")
+    try:
+        p = subprocess.run(cmd, env=dict(os.environ, **(env or {})), cwd=cwd, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        return p.returncode, p.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        return -1, (e.output or b"").decode(errors="replace") + f"\n(did not end within {timeout} s)"
+
+
+def lines(out):
+    return [ln for ln in out.splitlines() if ln.strip()]
+
+
+def one_usage_line(rc, out, *texts):
+    """Exit 2 and exactly one line of output, holding every text."""
+    ls = lines(out)
+    return rc == 2 and len(ls) == 1 and all(t in ls[0] for t in texts)
+
+
+def entries(folder):
+    return sorted(os.listdir(folder))
+
+
+# ---- N1. Output files: only a regular file or a new name; anything else is exit 2 before any work ------------
+def targets(folder):
+    """{what: path} of output paths that are not regular files or new names, made in folder."""
+    os.makedirs(folder)
+    out = {}
+    out["a FIFO"] = os.path.join(folder, "fifo")
+    os.mkfifo(out["a FIFO"])
+    if os.geteuid() == 0:
+        out["a character device"] = os.path.join(folder, "null")  # a second /dev/null, never the real one
+        os.mknod(out["a character device"], 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    out["a symlink loop"] = os.path.join(folder, "l1")
+    os.symlink("l2", out["a symlink loop"])
+    os.symlink("l1", os.path.join(folder, "l2"))
+    out["a folder"] = os.path.join(folder, "dir")
+    os.mkdir(out["a folder"])
+    regular = os.path.join(folder, "regular.json")
+    with open(regular, "w") as f:
+        f.write("keep\n")
+    out["a symlink"] = os.path.join(folder, "link")
+    os.symlink("regular.json", out["a symlink"])
+    out["a symlink to nothing"] = os.path.join(folder, "dangling")
+    os.symlink("nowhere.json", out["a symlink to nothing"])
+    return out
+
+
+def state(folder):
+    """What each entry of folder is (type, link target, content of a regular file): unchanged after a refusal."""
+    out = {}
+    for name in entries(folder):
+        p = os.path.join(folder, name)
+        st = os.lstat(p)
+        out[name] = (stat.S_IFMT(st.st_mode), os.readlink(p) if stat.S_ISLNK(st.st_mode) else None,
+                     open(p, "rb").read() if stat.S_ISREG(st.st_mode) else None, st.st_rdev)
+    return out
+
+
+if os.geteuid() != 0:
+    print("note: not root: the character-device target (mknod) is left out")
+WRITERS = [
+    ("perf-check --json", lambda t: [script("perf-check"), A2A_DOC, A2A_DOC, "--json", t]),
+    ("faults --json", lambda t: [sys.executable, script("faults"), "--backend", "host", "--bin", BIN, "--json", t]),
+    ("compare --json", lambda t: [sys.executable, script("compare"), "--json", t]),
+    ("matrix_sweep.py --out", lambda t: [sys.executable, os.path.join(SCRIPTS, "matrix_sweep.py"), "--probe",
+                                         A2A_DOC, "--world", "2", "--goal", "0.9", "--out", t]),
+]
+for label, cmd in WRITERS:
+    folder = os.path.join(TMP, "out-" + label.split()[0])
+    paths = targets(folder)
+    before = state(folder)
+    for what, path in paths.items():
+        rc, out = run(cmd(path), timeout=60)
+        check(f"{label} onto {what}: exit 2, one line naming it, before any work",
+              one_usage_line(rc, out, os.path.basename(path), what), out)
+    check(f"{label}: every target as it was, nothing left beside them", state(folder) == before,
+          f"{before}\n{state(folder)}")
+
+# render-results: --summary DIR writes DIR/summary.md; the default mode RESULTS/README.md.
+for label, name, cmd in [("render-results --summary", "summary.md", lambda d: ["--summary", d]),
+                         ("render-results --results", "README.md", lambda d: ["--results", d])]:
+    for what in ("a FIFO", "a symlink loop", "a symlink", "a folder"):
+        d = tempfile.mkdtemp(dir=TMP, prefix="render-")
+        t = os.path.join(d, name)
+        if what == "a FIFO":
+            os.mkfifo(t)
+        elif what == "a symlink loop":
+            os.symlink(name, t)
+        elif what == "a symlink":
+            open(os.path.join(d, "other.md"), "w").close()
+            os.symlink("other.md", t)
+        else:
+            os.mkdir(t)
+        before = state(d)
+        rc, out = run([script("render-results"), *cmd(d)], timeout=60)
+        check(f"{label} with {name} {what}: exit 2, one line, left as it was",
+              one_usage_line(rc, out, name, what) and state(d) == before, out)
+
+# The writer itself: a FIFO swapped in while the new content is written is refused, never replaced.
+from mori_results import files  # noqa: E402
+from mori_results.errors import Malformed  # noqa: E402
+
+d = tempfile.mkdtemp(dir=TMP, prefix="swap-")
+t = os.path.join(d, "r.json")
+with open(t, "w") as f:
+    f.write("old\n")
+os.chmod(t, 0o600)
+files.write_text(t, "new\n", "--json")
+check("the writer replaces a regular file, keeping its mode 0600",
+      open(t).read() == "new\n" and stat.S_IMODE(os.stat(t).st_mode) == 0o600 and entries(d) == ["r.json"],
+      repr(entries(d)))
+refused = None
+try:
+    with files.replacing(t, "--json") as f:
+        f.write("newer\n")
+        os.unlink(t)
+        os.mkfifo(t)
+except Malformed as e:
+    refused = str(e)
+check("a FIFO swapped in during the write: refused, still a FIFO, no temporary file left",
+      refused is not None and "a FIFO" in refused and stat.S_ISFIFO(os.lstat(t).st_mode) and entries(d) == ["r.json"],
+      f"{refused!r} {entries(d)}")
+rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--json", os.path.join(d, "new.json")])
+check("perf-check --json to a new name: exit 0, the report written, nothing else left",
+      rc == 0 and json.load(open(os.path.join(d, "new.json")))["schema"].startswith("mori.perf-check/")
+      and entries(d) == ["new.json", "r.json"], out)
+rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--json", "-"])
+check("perf-check --json -: the report on stdout", rc == 0 and '"schema": "mori.perf-check/' in out, out)
+
+shutil.rmtree(TMP, ignore_errors=True)
+finish()
