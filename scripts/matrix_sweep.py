@@ -2,14 +2,16 @@
 
 usage: python3 scripts/matrix_sweep.py --probe PROBE.json --out SWEEP.json --world N --goal RATIO --probe-exit RC
                                        [-- MORI-PROBE-ARGS...]
-       python3 scripts/matrix_sweep.py --check-goal RATIO
+       python3 scripts/matrix_sweep.py --check-goal RATIO [--check-out DIR]
 
 PROBE.json is mori-probe's report of `--matrix --write-kernel all` (read through scripts/mori_results/: bounded,
 strict JSON, schema mori.probe checked first). The document has the probe's meta, a row per (pair, addressing,
 variant), and per variant its worst and median ratio to the copy engine's write of the same bytes, the best
 variant (highest worst ratio; a variant with a wrong row never reaches the goal) first, and whether it reaches
 RATIO (docs/mori-probe.md "Peer matrix"). Prints one line per variant and the verdict.
---check-goal RATIO: only check that RATIO is a number in (0, 10].
+--check-goal RATIO: only check that RATIO is a number in (0, 10]; with --check-out DIR also that DIR can take the
+sweep's files (a folder, or a new name in a writable folder; DIR/probe.json, probe.log and matrix-sweep.json each a
+regular file or a new name: docs/reliability.md "Files the scripts write").
 Exit 0: written (the verdict is in the document); 2: usage (a goal out of range); 3: the report could not be
 read or summarised (the message names the file and why).
 """
@@ -23,10 +25,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mori_results.documents import load_document  # noqa: E402
 from mori_results.errors import Malformed, Usage  # noqa: E402
-from mori_results.files import check_output_file, write_text  # noqa: E402
+from mori_results.files import check_output_file, check_output_folder, write_text  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_SUMMARY = 3
+OUTPUTS = ("probe.json", "probe.log", "matrix-sweep.json")  # what scripts/matrix-sweep writes into --out DIR
 
 
 class SummaryError(Exception):
@@ -112,6 +115,7 @@ def main(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--check-goal", metavar="RATIO", help="only check the goal (exit 0 or 2)")
+    ap.add_argument("--check-out", metavar="DIR", help="with --check-goal: also check the output folder")
     ap.add_argument("--probe", help="mori-probe's report")
     ap.add_argument("--out", help="the mori.matrix-sweep/1 document to write")
     ap.add_argument("--world", type=int, help="ranks of the probe's job")
@@ -126,6 +130,14 @@ def main(argv):
         print(f"matrix-sweep: --goal '{goal_text}' is not a ratio in (0, 10]", file=sys.stderr)
         return EXIT_USAGE
     if a.check_goal is not None:
+        try:
+            check_output_folder(a.check_out, "--out")
+            if a.check_out is not None and os.path.isdir(a.check_out):
+                for name in OUTPUTS:
+                    check_output_file(os.path.join(a.check_out, name), "--out")
+        except Usage as e:
+            print(f"matrix-sweep: {e}", file=sys.stderr)
+            return EXIT_USAGE
         return 0
     if not a.probe or not a.out or a.world is None:
         ap.print_usage(sys.stderr)

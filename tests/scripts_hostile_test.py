@@ -165,5 +165,32 @@ check("perf-check --json to a new name: exit 0, the report written, nothing else
 rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--json", "-"])
 check("perf-check --json -: the report on stdout", rc == 0 and '"schema": "mori.perf-check/' in out, out)
 
+# ---- N3. matrix-sweep --out: '' or what is not a folder is exit 2 before anything runs; relative from the caller --
+SWEEP_ENV = {"MORI_BIN": BIN, "MORI_MPIRUN": " ".join(MPIRUN)}
+d = tempfile.mkdtemp(dir=TMP, prefix="sweep-")
+paths = targets(os.path.join(d, "t"))
+a_file = os.path.join(d, "t", "regular.json")
+root_before = set(os.listdir("/"))
+rc, out = run([script("matrix-sweep"), "--out", ""], env=SWEEP_ENV)
+check("matrix-sweep --out '': exit 2, one line, nothing written into /",
+      one_usage_line(rc, out, "--out: an empty value") and set(os.listdir("/")) <= root_before, out)
+before = state(os.path.join(d, "t"))
+for what, path in [("a file", a_file)] + [(w, p) for w, p in paths.items() if w in ("a FIFO", "a character device",
+                                                                                     "a symlink loop")]:
+    rc, out = run([script("matrix-sweep"), "--out", path], env=SWEEP_ENV)
+    check(f"matrix-sweep --out onto {what}: exit 2, one line naming it", one_usage_line(rc, out, "--out", path), out)
+os.mkfifo(os.path.join(paths["a folder"], "probe.log"))
+rc, out = run([script("matrix-sweep"), "--out", paths["a folder"]], env=SWEEP_ENV, timeout=60)
+check("matrix-sweep --out DIR whose probe.log is a FIFO: exit 2 at once naming it, no hang",
+      one_usage_line(rc, out, "probe.log", "a FIFO"), out)
+os.unlink(os.path.join(paths["a folder"], "probe.log"))
+check("matrix-sweep: the refused targets are as they were", state(os.path.join(d, "t")) == before)
+cwd = tempfile.mkdtemp(dir=TMP, prefix="sweep-cwd-")
+rc, out = run([script("matrix-sweep"), "--world", "2", "--out", "rel", "--", "--backend", "host"], env=SWEEP_ENV,
+              cwd=cwd, timeout=300)
+check("matrix-sweep --out rel (relative): written under the caller's folder",
+      rc == 0 and os.path.isfile(os.path.join(cwd, "rel", "matrix-sweep.json"))
+      and os.path.isfile(os.path.join(cwd, "rel", "probe.json")), out)
+
 shutil.rmtree(TMP, ignore_errors=True)
 finish()
