@@ -192,5 +192,20 @@ check("matrix-sweep --out rel (relative): written under the caller's folder",
       rc == 0 and os.path.isfile(os.path.join(cwd, "rel", "matrix-sweep.json"))
       and os.path.isfile(os.path.join(cwd, "rel", "probe.json")), out)
 
+# ---- N8. scale-sweep --out: a symlink loop, a file, a FIFO: exit 2, one line, before any job ------------------
+d = tempfile.mkdtemp(dir=TMP, prefix="scale-")
+paths = targets(os.path.join(d, "t"))
+before = state(os.path.join(d, "t"))
+for what in ("a symlink loop", "a FIFO", "a symlink to nothing"):
+    rc, out = run([script("scale-sweep"), "--bin", BIN, "--out", paths[what]])
+    check(f"scale-sweep --out onto {what}: exit 2, one line naming it, no job", one_usage_line(rc, out, "--out", what)
+          and "scale-sweep: mori-a2a" not in out, out)
+os.symlink("l1", os.path.join(paths["a folder"], "scale-sweep.json"))
+rc, out = run([script("scale-sweep"), "--bin", BIN, "--out", paths["a folder"]])
+check("scale-sweep --out DIR whose scale-sweep.json is a symlink: exit 2, one line, before any job",
+      one_usage_line(rc, out, "scale-sweep.json", "a symlink"), out)
+os.unlink(os.path.join(paths["a folder"], "scale-sweep.json"))
+check("scale-sweep: the refused targets are as they were", state(os.path.join(d, "t")) == before)
+
 shutil.rmtree(TMP, ignore_errors=True)
 finish()
