@@ -207,5 +207,47 @@ check("scale-sweep --out DIR whose scale-sweep.json is a symlink: exit 2, one li
 os.unlink(os.path.join(paths["a folder"], "scale-sweep.json"))
 check("scale-sweep: the refused targets are as they were", state(os.path.join(d, "t")) == before)
 
+# ---- N6. evidence --archive checked up front like --out; SIGTERM leaves no /tmp/mori-evidence-* ----------------
+EVIDENCE = [sys.executable, script("evidence"), "--preset", "host", "--backend", "host", "--bin", BIN,
+            "--allow-dirty"]
+if not harness.git_checkout(ROOT):
+    EVIDENCE += harness.evidence_revision(BIN)[2]
+EV_ENV = {"MORI_MPIRUN": " ".join(MPIRUN)}
+d = tempfile.mkdtemp(dir=TMP, prefix="evidence-")
+paths = targets(os.path.join(d, "t"))
+before = state(os.path.join(d, "t"))
+for what in ("a folder", "a FIFO", "a symlink loop", "a symlink"):
+    t0 = time.monotonic()
+    rc, out = run([*EVIDENCE, "--out", os.path.join(d, "o"), "--archive", paths[what]], env=EV_ENV, timeout=60)
+    check(f"evidence --archive onto {what}: exit 2 at once, one line naming it, nothing built or run",
+          one_usage_line(rc, out, "--archive", what) and time.monotonic() - t0 < 30
+          and not os.path.exists(os.path.join(d, "o")), out)
+check("evidence: the refused archive targets are as they were", state(os.path.join(d, "t")) == before)
+
+private_tmp = tempfile.mkdtemp(dir=TMP, prefix="evidence-tmpdir-")
+out_dir = os.path.join(d, "results")
+p = subprocess.Popen([*EVIDENCE, "--out", out_dir], cwd=ROOT, env=dict(os.environ, TMPDIR=private_tmp, **EV_ENV),
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+seen, t_start = [], time.monotonic()
+for line in p.stdout:  # the run has begun its steps: the work folder exists and a step's job is running
+    seen.append(line)
+    if line.startswith("evidence: host ("):
+        break
+time.sleep(2)
+work = [n for n in os.listdir(private_tmp) if n.startswith("mori-evidence-")]
+p.send_signal(15)  # SIGTERM
+try:
+    rest = p.communicate(timeout=60)[0]
+except subprocess.TimeoutExpired:
+    p.kill()
+    rest = p.communicate()[0] + "\n(did not end within 60 s of SIGTERM)"
+out = "".join(seen) + rest
+left = [n for n in os.listdir(private_tmp) if n.startswith("mori-evidence-")]
+check("evidence under SIGTERM: its work folder existed, then exit 143 saying so, no /tmp/mori-evidence-* left",
+      bool(work) and p.returncode == 143 and "stopped by SIGTERM" in out and not left, f"{work} {left}\n{out}")
+manifests = [os.path.join(r, f) for r, _, fs in os.walk(out_dir) for f in fs if f == "manifest.json"]
+check("evidence under SIGTERM: the folder's manifest says complete: false",
+      len(manifests) == 1 and json.load(open(manifests[0]))["complete"] is False, repr(manifests))
+
 shutil.rmtree(TMP, ignore_errors=True)
 finish()
