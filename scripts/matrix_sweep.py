@@ -23,6 +23,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mori_results.cli import Parser  # noqa: E402
 from mori_results.documents import load_document  # noqa: E402
 from mori_results.errors import Malformed, Usage  # noqa: E402
 from mori_results.files import check_output_file, check_output_folder, write_text  # noqa: E402
@@ -111,9 +112,8 @@ def print_summary(doc, src, dst):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="python3 scripts/matrix_sweep.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap = Parser(prog="python3 scripts/matrix_sweep.py", name="matrix-sweep", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--check-goal", metavar="RATIO", help="only check the goal (exit 0 or 2)")
     ap.add_argument("--check-out", metavar="DIR", help="with --check-goal: also check the output folder")
     ap.add_argument("--probe", help="mori-probe's report")
@@ -140,9 +140,7 @@ def main(argv):
             return EXIT_USAGE
         return 0
     if not a.probe or not a.out or a.world is None:
-        ap.print_usage(sys.stderr)
-        print("matrix-sweep: --probe, --out and --world are required", file=sys.stderr)
-        return EXIT_USAGE
+        ap.error("--probe, --out and --world are required")
     probe_args = a.probe_args[1:] if a.probe_args[:1] == ["--"] else a.probe_args
     try:
         check_output_file(a.out, "--out")

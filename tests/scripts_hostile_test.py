@@ -7,6 +7,7 @@ usage: scripts_hostile_test.py BIN_DIR MPIRUN...
 """
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -248,6 +249,49 @@ check("evidence under SIGTERM: its work folder existed, then exit 143 saying so,
 manifests = [os.path.join(r, f) for r, _, fs in os.walk(out_dir) for f in fs if f == "manifest.json"]
 check("evidence under SIGTERM: the folder's manifest says complete: false",
       len(manifests) == 1 and json.load(open(manifests[0]))["complete"] is False, repr(manifests))
+
+# ---- N5. An empty value is a usage error for every option of every script that takes one ---------------------
+# The options are read from each script's --help: argparse's option table (`  --json PATH   ...`) and the usage
+# lines (`[--out DIR]`). Stand-ins for the commands that start work come first on the PATH (tests/scripts_help_test.py)
+# so that a script that did not refuse could not start anything.
+import scripts_help_test  # noqa: E402
+
+OPTION_ROW = re.compile(r"^  (?:-\w(?: \S+)?, )?(--[\w-]+)(?:[ =](\S+))?(?:\s{2,}|$)")
+USAGE_OPTION = re.compile(r"\[(--[\w-]+)[ =]([^\]\s|][^\]\s]*)")
+EXPECTED = {"perf-check": 12, "render-results": 3, "evidence": 12, "compare": 14, "faults": 15, "scale-sweep": 6,
+            "matrix-sweep": 3, "amd-chroot": 1, "amd-kernels": 1, "matrix_sweep.py": 7}
+
+
+def value_options(help_text):
+    """{option: whether argparse reads it (then `--opt=` is the same as `--opt ''`)}."""
+    found = {m.group(1): True for m in map(OPTION_ROW.match, help_text.splitlines()) if m and m.group(2)}
+    return {**{m.group(1): False for m in USAGE_OPTION.finditer(help_text)}, **found}
+
+
+stand_ins = tempfile.mkdtemp(dir=TMP, prefix="stand-ins-")
+called = os.path.join(stand_ins, "called.log")
+scripts_help_test.make_stand_ins(stand_ins, called)
+GUARD = {"PATH": stand_ins + os.pathsep + os.environ.get("PATH", "")}
+counts = {}
+for name in scripts_help_test.executables() + ["matrix_sweep.py"]:  # the last: matrix-sweep's summary
+    cmd = [sys.executable, script(name)] if name.endswith(".py") else [script(name)]
+    rc, help_text = run([*cmd, "--help"], env=GUARD)
+    options = value_options(help_text)
+    counts[name] = len(options)
+    if not options:
+        continue
+    bad = []
+    for opt, argparse_reads_it in sorted(options.items()):
+        for argv in ([opt, ""], [opt + "="]) if argparse_reads_it else ([opt, ""],):
+            rc, out = run([*cmd, *argv], env=GUARD, timeout=60)
+            if not one_usage_line(rc, out, f"{opt}: an empty value"):
+                bad.append((" ".join(argv), rc, out[-300:]))
+    check(f"scripts/{name}: an empty value of each of its {len(options)} value options is exit 2, one line",
+          not bad, repr(bad))
+short = {n: (counts.get(n), k) for n, k in EXPECTED.items() if (counts.get(n) or 0) < k}
+check("the value options were found in every script's --help", not short, f"found, at least: {short}")
+check("no stand-in was called (nothing started)", not os.path.exists(called),
+      open(called).read() if os.path.exists(called) else "")
 
 shutil.rmtree(TMP, ignore_errors=True)
 finish()

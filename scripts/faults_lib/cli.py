@@ -1,11 +1,11 @@
 """The command line of scripts/faults and the loop over configurations and cases within the budget."""
-import argparse
 import os
 import shlex
 import signal
 import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
+from mori_results.cli import Parser
 from mori_results.errors import Malformed
 from mori_results.files import check_output_file
 
@@ -17,10 +17,11 @@ from .report import SCHEMA, finish, meta, table
 
 
 def parse(usage):
-    ap = argparse.ArgumentParser(description=usage.split("\n")[0])
+    ap = Parser(prog="scripts/faults", name="faults", description=usage.split("\n")[0])
     ap.add_argument("--backend", choices=["gpu", "host"], default="gpu")
     ap.add_argument("--bin", help="directory of mori-a2a (default: $MORI_BIN, build-gpu/bin or build/bin)")
-    ap.add_argument("--worlds", default="4,8", help="ranks on one GPU (or on the host runtime), comma separated")
+    ap.add_argument("--worlds", default="4,8",
+                    help="ranks on one GPU (or on the host runtime), comma separated")
     ap.add_argument("--cases", default=",".join(CASES), help="comma separated, of: " + ", ".join(CASES))
     ap.add_argument("--timeout-s", type=int, default=10, help="mori-a2a --timeout-s (T)")
     ap.add_argument("--settle-s", type=float, default=1.0,
