@@ -293,5 +293,29 @@ check("the value options were found in every script's --help", not short, f"foun
 check("no stand-in was called (nothing started)", not os.path.exists(called),
       open(called).read() if os.path.exists(called) else "")
 
+# ---- N10. A number is plain decimal: no blank around it, no sign but '-', no hex, no exponent, no nan ----------
+NUMBERS = [("evidence", ["--deadline-s"], [" 5", "5 ", "0x10", "1e3", "nan", "+5"]),
+           ("perf-check", ["--tolerance", "--runs", "--run-timeout-s"], [" 3", "0x3", "3e0"]),
+           ("faults", ["--timeout-s", "--settle-s", "--budget-s", "--chunk-kib", "--iters"], [" 5", "0x10", "1_0"]),
+           ("faults", ["--worlds"], ["4, 8", "4,,8", "0x4"]),
+           ("compare", ["--iters", "--graph", "--nproc"], [" 50", "0x20", "²"]),
+           ("compare", ["--chunk-kib"], ["256, 4096", " 256", "²"]),
+           ("scale-sweep", ["--fit-from", "--timeout-s"], [" 8", "1e2", "0x8"]),
+           ("scale-sweep", ["--worlds"], ["2, 4,8", "2,+4,8"]),
+           ("matrix-sweep", ["--world", "--goal"], [" 2", "0x1", "9e-1"])]
+for name, opts, values in NUMBERS:
+    bad = []
+    for opt in opts:
+        for v in values:
+            extra = ["--json", os.path.join(TMP, "c.json")] if name == "compare" else []
+            rc, out = run([script(name), opt, v, *extra], env=GUARD, timeout=60)
+            if not (rc == 2 and len(lines(out)) == 1 and opt in out and "Traceback" not in out):
+                bad.append((opt, v, rc, out[-300:]))
+    check(f"scripts/{name} {' '.join(opts)}: {values} each exit 2, one line naming the option", not bad, repr(bad))
+rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--tolerance", "3.5"], env=GUARD)
+check("perf-check --tolerance 3.5 (plain decimal): accepted", rc == 0, out)
+rc, out = run([script("matrix-sweep"), "--goal", ".9", "--world", "x"], env=GUARD)
+check("matrix-sweep --goal .9: accepted (the --world after it is what is refused)", rc == 2 and "--world" in out, out)
+
 shutil.rmtree(TMP, ignore_errors=True)
 finish()

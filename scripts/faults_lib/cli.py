@@ -5,7 +5,7 @@ import signal
 import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
-from mori_results.cli import Parser
+from mori_results.cli import Parser, decimal, integer, integer_list
 from mori_results.errors import Malformed
 from mori_results.files import check_output_file
 
@@ -20,32 +20,32 @@ def parse(usage):
     ap = Parser(prog="scripts/faults", name="faults", description=usage.split("\n")[0])
     ap.add_argument("--backend", choices=["gpu", "host"], default="gpu")
     ap.add_argument("--bin", help="directory of mori-a2a (default: $MORI_BIN, build-gpu/bin or build/bin)")
-    ap.add_argument("--worlds", default="4,8",
+    ap.add_argument("--worlds", type=integer_list, default="4,8",
                     help="ranks on one GPU (or on the host runtime), comma separated")
     ap.add_argument("--cases", default=",".join(CASES), help="comma separated, of: " + ", ".join(CASES))
-    ap.add_argument("--timeout-s", type=int, default=10, help="mori-a2a --timeout-s (T)")
-    ap.add_argument("--settle-s", type=float, default=1.0,
+    ap.add_argument("--timeout-s", type=integer, default=10, help="mori-a2a --timeout-s (T)")
+    ap.add_argument("--settle-s", type=decimal, default=1.0,
                     help="seconds from the faulty rank entering the timed loop to the signal")
-    ap.add_argument("--announce-limit-s", type=float, default=120,
+    ap.add_argument("--announce-limit-s", type=decimal, default=120,
                     help="longest wait for the faulty rank to enter the timed loop (then signalled anyway) or to "
                          "exit in die-in-rendezvous")
-    ap.add_argument("--chunk-kib", type=int, help="chunk per peer (default 4096 on the GPU, 16 on the host)")
-    ap.add_argument("--iters", type=int, default=100000, help="mori-a2a --iters of the signal cases")
-    ap.add_argument("--graph-iters", type=int, default=1000,
+    ap.add_argument("--chunk-kib", type=integer, help="chunk per peer (default 4096 on the GPU, 16 on the host)")
+    ap.add_argument("--iters", type=integer, default=100000, help="mori-a2a --iters of the signal cases")
+    ap.add_argument("--graph-iters", type=integer, default=1000,
                     help="--iters of kill-timed-graph (few: the reference and stream rows before its graph row "
                          "stay short)")
-    ap.add_argument("--graph-k", type=int, default=10000,
+    ap.add_argument("--graph-k", type=integer, default=10000,
                     help="--graph K of kill-timed-graph: its timed phase is max(20, ceil(graph-iters / K)) replays "
                          "of K iterations")
-    ap.add_argument("--graph-chunk-kib", type=int, default=1024, help="--chunk-kib of kill-timed-graph")
-    ap.add_argument("--bystander-chunk-kib", type=int, default=256)
+    ap.add_argument("--graph-chunk-kib", type=integer, default=1024, help="--chunk-kib of kill-timed-graph")
+    ap.add_argument("--bystander-chunk-kib", type=integer, default=256)
     ap.add_argument("--no-bystander", dest="bystander", action="store_false")
     ap.add_argument("--no-mps", dest="mps", action="store_false", help="gpu backend without the MPS daemon")
     ap.add_argument("--no-per-gpu", dest="per_gpu", action="store_false", help="skip the one-rank-per-GPU runs")
     ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN") or None,
                     help="the launcher and its options, as one string (default: $MORI_MPIRUN, else the launcher of "
                          "the MPI the tools were built with: mpirun --oversubscribe for Open MPI)")
-    ap.add_argument("--budget-s", type=float, default=420,
+    ap.add_argument("--budget-s", type=decimal, default=420,
                     help="a case starts only if its worst case fits in what is left of this; the rest are skipped "
                          "(listed in the document with the reason)")
     ap.add_argument("--json", default="faults.json")
@@ -54,7 +54,7 @@ def parse(usage):
     bad = [c for c in a.case_list if c not in CASES]
     if bad:
         ap.error(f"unknown case {bad[0]} (cases: {', '.join(CASES)})")
-    a.world_list = [int(w) for w in a.worlds.split(",") if w]
+    a.world_list = a.worlds
     if any(w <= FAULTY for w in a.world_list):
         ap.error("every world needs at least 2 ranks")
     if a.budget_s <= 0:

@@ -5,7 +5,8 @@ Modules, one concern each:
   constants.py  every constant the scripts share (mori addressings, the ceiling bound, exit codes, schemas, caps)
   errors.py     Malformed: bad input, named by file and reason (the scripts' exit 2); Usage: a value the command
                 line gave that a script cannot use (also exit 2)
-  cli.py        the scripts' command-line rules: one-line usage errors (exit 2), an empty value refused
+  cli.py        the scripts' command-line rules: one-line usage errors (exit 2), an empty value refused, plain
+                decimal numbers (integer, decimal, integer_list: the argparse types every script uses)
   files.py      the one writer of the scripts' output files, and the checks of output paths and folders (only a
                 regular file or a new name is written; docs/reliability.md "Files the scripts write")
   reader.py     bounded reads of regular files, strict JSON (depth limit, no NaN/Infinity, no duplicate keys),
