@@ -8,11 +8,11 @@ import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
 from mori_results.cli import Parser, decimal, integer, integer_list
 from mori_results.errors import Malformed
 from mori_results.files import check_output_file
+from mori_results.machine import needs_mps, smi_gpus
 
 from .budget import Budget, worst_case_s
 from .cases import CASES, FAULTY, Case
 from .jobs import ROOT, Run
-from .leftovers import gpus
 from .report import SCHEMA, finish, meta, table
 
 
@@ -80,6 +80,8 @@ def parse(usage):
 
 
 def configs(a, gpu_list):
+    """The run's configurations, each a device placement (scripts/mori_results/machine.py): one-gpu (every world's
+    ranks on GPU 0), per-gpu (one rank per GPU, where there are 2+), host (the host runtime)."""
     gpu = a.backend == "gpu"
     out = [{"name": "one-gpu" if gpu else "host", "world": w, "gpus": 1 if gpu else 0,
             "visible": "0" if gpu else None} for w in a.world_list]
@@ -98,7 +100,9 @@ def run_all(a, run, budget, plan, doc):
     rest are listed as skipped (interrupted)."""
     i = 0
     try:
-        if a.backend == "gpu" and a.mps:
+        # One private MPS daemon for every job of the run where ranks share a GPU (the one-gpu configurations, all
+        # ranks on GPU 0; the per-gpu one runs under it too, so that the bystander can share GPU 0).
+        if a.mps and any(needs_mps(cfg["world"], cfg["gpus"]) for cfg, _ in plan):
             run.start_mps()
         for i, (cfg, name) in enumerate(plan):
             worst = worst_case_s(a, name)
@@ -125,7 +129,7 @@ def main(usage):
     if not os.access(os.path.join(a.bin, "mori-a2a"), os.X_OK):
         print(f"faults: no mori-a2a in {a.bin} (build first, or pass --bin)", file=sys.stderr)
         return 2
-    gpu_list = gpus() if a.backend == "gpu" else []
+    gpu_list = smi_gpus() if a.backend == "gpu" else []
     if a.backend == "gpu" and not gpu_list:
         print("faults: --backend gpu but nvidia-smi -L lists no GPU (use --backend host)", file=sys.stderr)
         return 2

@@ -14,6 +14,10 @@ Modules, one concern each:
   documents.py  a document's schema name and version checked first: Document, load_document, load_documents
   a2a.py        typed mori.a2a rows: Identity (every field that changes what ran), Row, Run, load_run(s),
                 group_runs (runs grouped only within one revision)
+  machine.py    the facts of this machine the scripts run jobs by (GPU counts, driver, MPS and when ranks need
+                it, the revision the built tools report), and the words for where ranks go (mps_placement, device
+                placement, plan placement)
+  tools.py      tools_revision, kept under this name for its callers (it lives in machine.py)
   gate.py       the performance gate behind scripts/perf-check (allowance rule, verdicts, meta differences)
   tables.py     Markdown of one evidence folder (summary.md) and the generated tables between doc markers
 
