@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Hostile inputs, third round, the scripts' side (docs/reliability.md, "Files the scripts write"): output paths that
-are not regular files, through the one writer (scripts/mori_results/files.py). Every usage error must be one line
-and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
+are not regular files (the one writer, scripts/mori_results/files.py), output folders that are not folders
+(matrix-sweep, scale-sweep, evidence --archive), evidence stopped by SIGTERM, an empty value for every option of
+every script and numbers that are not plain decimal (scripts/mori_results/cli.py). Every usage error must be one
+line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made here.
 
 usage: scripts_hostile_test.py BIN_DIR MPIRUN...
 """
@@ -59,7 +61,7 @@ def entries(folder):
     return sorted(os.listdir(folder))
 
 
-# ---- N1. Output files: only a regular file or a new name; anything else is exit 2 before any work ------------
+# ---- Output files: only a regular file or a new name; anything else is exit 2 before any work ------------
 def targets(folder):
     """{what: path} of output paths that are not regular files or new names, made in folder."""
     os.makedirs(folder)
@@ -166,7 +168,7 @@ check("perf-check --json to a new name: exit 0, the report written, nothing else
 rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--json", "-"])
 check("perf-check --json -: the report on stdout", rc == 0 and '"schema": "mori.perf-check/' in out, out)
 
-# ---- N3. matrix-sweep --out: '' or what is not a folder is exit 2 before anything runs; relative from the caller --
+# ---- matrix-sweep --out: '' or what is not a folder is exit 2 before anything runs; relative from the caller --
 SWEEP_ENV = {"MORI_BIN": BIN, "MORI_MPIRUN": " ".join(MPIRUN)}
 d = tempfile.mkdtemp(dir=TMP, prefix="sweep-")
 paths = targets(os.path.join(d, "t"))
@@ -193,7 +195,7 @@ check("matrix-sweep --out rel (relative): written under the caller's folder",
       rc == 0 and os.path.isfile(os.path.join(cwd, "rel", "matrix-sweep.json"))
       and os.path.isfile(os.path.join(cwd, "rel", "probe.json")), out)
 
-# ---- N8. scale-sweep --out: a symlink loop, a file, a FIFO: exit 2, one line, before any job ------------------
+# ---- scale-sweep --out: a symlink loop, a file, a FIFO: exit 2, one line, before any job ------------------
 d = tempfile.mkdtemp(dir=TMP, prefix="scale-")
 paths = targets(os.path.join(d, "t"))
 before = state(os.path.join(d, "t"))
@@ -208,7 +210,7 @@ check("scale-sweep --out DIR whose scale-sweep.json is a symlink: exit 2, one li
 os.unlink(os.path.join(paths["a folder"], "scale-sweep.json"))
 check("scale-sweep: the refused targets are as they were", state(os.path.join(d, "t")) == before)
 
-# ---- N6. evidence --archive checked up front like --out; SIGTERM leaves no /tmp/mori-evidence-* ----------------
+# ---- evidence --archive checked up front like --out; SIGTERM leaves no /tmp/mori-evidence-* ----------------
 EVIDENCE = [sys.executable, script("evidence"), "--preset", "host", "--backend", "host", "--bin", BIN,
             "--allow-dirty"]
 if not harness.git_checkout(ROOT):
@@ -250,7 +252,7 @@ manifests = [os.path.join(r, f) for r, _, fs in os.walk(out_dir) for f in fs if 
 check("evidence under SIGTERM: the folder's manifest says complete: false",
       len(manifests) == 1 and json.load(open(manifests[0]))["complete"] is False, repr(manifests))
 
-# ---- N5. An empty value is a usage error for every option of every script that takes one ---------------------
+# ---- An empty value is a usage error for every option of every script that takes one ---------------------
 # The options are read from each script's --help: argparse's option table (`  --json PATH   ...`) and the usage
 # lines (`[--out DIR]`). Stand-ins for the commands that start work come first on the PATH (tests/scripts_help_test.py)
 # so that a script that did not refuse could not start anything.
@@ -293,7 +295,7 @@ check("the value options were found in every script's --help", not short, f"foun
 check("no stand-in was called (nothing started)", not os.path.exists(called),
       open(called).read() if os.path.exists(called) else "")
 
-# ---- N10. A number is plain decimal: no blank around it, no sign but '-', no hex, no exponent, no nan ----------
+# ---- A number is plain decimal: no blank around it, no sign but '-', no hex, no exponent, no nan ----------
 NUMBERS = [("evidence", ["--deadline-s"], [" 5", "5 ", "0x10", "1e3", "nan", "+5"]),
            ("perf-check", ["--tolerance", "--runs", "--run-timeout-s"], [" 3", "0x3", "3e0"]),
            ("faults", ["--timeout-s", "--settle-s", "--budget-s", "--chunk-kib", "--iters"], [" 5", "0x10", "1_0"]),
