@@ -2,14 +2,16 @@
 
 usage: python3 scripts/matrix_sweep.py --probe PROBE.json --out SWEEP.json --world N --goal RATIO --probe-exit RC
                                        [-- MORI-PROBE-ARGS...]
-       python3 scripts/matrix_sweep.py --check-goal RATIO
+       python3 scripts/matrix_sweep.py --check-goal RATIO [--check-out DIR]
 
 PROBE.json is mori-probe's report of `--matrix --write-kernel all` (read through scripts/mori_results/: bounded,
 strict JSON, schema mori.probe checked first). The document has the probe's meta, a row per (pair, addressing,
 variant), and per variant its worst and median ratio to the copy engine's write of the same bytes, the best
 variant (highest worst ratio; a variant with a wrong row never reaches the goal) first, and whether it reaches
 RATIO (docs/mori-probe.md "Peer matrix"). Prints one line per variant and the verdict.
---check-goal RATIO: only check that RATIO is a number in (0, 10].
+--check-goal RATIO: only check that RATIO is a number in (0, 10]; with --check-out DIR also that DIR can take the
+sweep's files (a folder, or a new name in a writable folder; DIR/probe.json, probe.log and matrix-sweep.json each a
+regular file or a new name: docs/reliability.md "Files the scripts write").
 Exit 0: written (the verdict is in the document); 2: usage (a goal out of range); 3: the report could not be
 read or summarised (the message names the file and why).
 """
@@ -21,11 +23,14 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mori_results.cli import Parser, decimal, integer  # noqa: E402
 from mori_results.documents import load_document  # noqa: E402
-from mori_results.errors import Malformed  # noqa: E402
+from mori_results.errors import Malformed, Usage  # noqa: E402
+from mori_results.files import check_output_file, check_output_folder, write_text  # noqa: E402
 
 EXIT_USAGE = 2
 EXIT_SUMMARY = 3
+OUTPUTS = ("probe.json", "probe.log", "matrix-sweep.json")  # what scripts/matrix-sweep writes into --out DIR
 
 
 class SummaryError(Exception):
@@ -33,8 +38,11 @@ class SummaryError(Exception):
 
 
 def parse_goal(text):
-    """The goal as a float in (0, 10]; ValueError otherwise."""
-    g = float(text)
+    """The goal as a float in (0, 10], plain decimal digits (scripts/mori_results/cli.py); ValueError otherwise."""
+    try:
+        g = decimal(text)
+    except argparse.ArgumentTypeError:
+        raise ValueError(text)
     if not (math.isfinite(g) and 0 < g <= 10):
         raise ValueError(text)
     return g
@@ -107,15 +115,15 @@ def print_summary(doc, src, dst):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="python3 scripts/matrix_sweep.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap = Parser(prog="python3 scripts/matrix_sweep.py", name="matrix-sweep", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--check-goal", metavar="RATIO", help="only check the goal (exit 0 or 2)")
+    ap.add_argument("--check-out", metavar="DIR", help="with --check-goal: also check the output folder")
     ap.add_argument("--probe", help="mori-probe's report")
     ap.add_argument("--out", help="the mori.matrix-sweep/1 document to write")
-    ap.add_argument("--world", type=int, help="ranks of the probe's job")
+    ap.add_argument("--world", type=integer, help="ranks of the probe's job")
     ap.add_argument("--goal", help="the worst ratio to the copy engine a variant must reach")
-    ap.add_argument("--probe-exit", type=int, default=0, help="mori-probe's exit status")
+    ap.add_argument("--probe-exit", type=integer, default=0, help="mori-probe's exit status")
     ap.add_argument("probe_args", nargs=argparse.REMAINDER, help="-- and the options mori-probe ran with")
     a = ap.parse_args(argv)
     goal_text = a.check_goal if a.check_goal is not None else a.goal
@@ -125,12 +133,23 @@ def main(argv):
         print(f"matrix-sweep: --goal '{goal_text}' is not a ratio in (0, 10]", file=sys.stderr)
         return EXIT_USAGE
     if a.check_goal is not None:
+        try:
+            check_output_folder(a.check_out, "--out")
+            if a.check_out is not None and os.path.isdir(a.check_out):
+                for name in OUTPUTS:
+                    check_output_file(os.path.join(a.check_out, name), "--out")
+        except Usage as e:
+            print(f"matrix-sweep: {e}", file=sys.stderr)
+            return EXIT_USAGE
         return 0
     if not a.probe or not a.out or a.world is None:
-        ap.print_usage(sys.stderr)
-        print("matrix-sweep: --probe, --out and --world are required", file=sys.stderr)
-        return EXIT_USAGE
+        ap.error("--probe, --out and --world are required")
     probe_args = a.probe_args[1:] if a.probe_args[:1] == ["--"] else a.probe_args
+    try:
+        check_output_file(a.out, "--out")
+    except Usage as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         d = load_document(a.probe, accept=("mori.probe",))
         if d is None:
@@ -144,10 +163,12 @@ def main(argv):
               file=sys.stderr)
         return EXIT_SUMMARY
     try:
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=2)
-    except OSError as e:
-        print(f"matrix-sweep: {a.out}: cannot write: {e.strerror or e}", file=sys.stderr)
+        write_text(a.out, json.dumps(doc, indent=2), "--out")
+    except Usage as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except Malformed as e:
+        print(f"matrix-sweep: {e}", file=sys.stderr)
         return EXIT_SUMMARY
     print_summary(doc, a.probe, a.out)
     return 0

@@ -5,7 +5,7 @@ Ranks that share a GPU without MPS time-slice their contexts, and their numbers 
 (docs/mori-a2a.md). A private daemon has its own pipe and log folders (CUDA_MPS_PIPE_DIRECTORY,
 CUDA_MPS_LOG_DIRECTORY) and changes no card setting (no compute mode, clocks or MIG). Every wait is bounded.
 
-    with mori_mps.Placement(ranks=8, gpu=0, base=folder) as p:   # starts a daemon unless one is active
+    with mori_mps.MpsPlacement(ranks=8, gpu=0, base=folder) as p:   # starts a daemon unless one is active
         subprocess.run([*mpirun, *p.mpirun_args(), tool, ...], env=p.env())
 """
 import os
@@ -113,9 +113,10 @@ def active_daemon():
     return d if d.running() else None
 
 
-class Placement:
-    """`ranks` ranks on GPU `gpu` under MPS: the daemon the environment names where it answers, else a private one
-    under `base` (started by start(), stopped by stop(); a context manager does both)."""
+class MpsPlacement:
+    """An mps_placement (scripts/mori_results/machine.py, where the scripts decide when ranks need one): `ranks`
+    ranks on GPU `gpu` under MPS: the daemon the environment names where it answers, else a private one under `base`
+    (started by start(), stopped by stop(); a context manager does both)."""
 
     def __init__(self, ranks, gpu=0, base=None):
         self.ranks, self.gpu = int(ranks), int(gpu)
@@ -136,7 +137,7 @@ class Placement:
         return self
 
     def stop(self):
-        """True where the daemon this placement started is down (or it started none)."""
+        """True where the daemon this mps_placement started is down (or it started none)."""
         return self.daemon.stop() if self.started else True
 
     def env(self):
@@ -146,7 +147,7 @@ class Placement:
         return {"CUDA_VISIBLE_DEVICES": gpu, **self.daemon.env()}
 
     def mpirun_args(self):
-        """The launcher's -n and `env VAR=value ...`, which carries the placement to every rank under any launcher
+        """The launcher's -n and `env VAR=value ...`, which carries the mps_placement to every rank under any launcher
         (Open MPI's mpirun, MPICH's mpiexec, srun; docs/setup.md "Launching"): the tool follows."""
         return ["-n", str(self.ranks), "env", *(f"{k}={v}" for k, v in self.env().items())]
 
@@ -156,3 +157,6 @@ class Placement:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+Placement = MpsPlacement  # the name tests/mps_test.py and tests/gpu_test.py use

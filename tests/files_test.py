@@ -190,8 +190,33 @@ with tempfile.TemporaryDirectory() as tmp:
               rc == 3 and len(errors(err)) == 1 and "EPIPE" in err, err)
     os.close(w)
 
+    # ---- 2b. --json onto what is not a regular file or a new name: exit 2 before the run, left as it was -------
     rc, out, _ = run([PROBE, "--backend", "host", "--json", "/dev/full"])
-    check("--json /dev/full: still exit 3 naming ENOSPC", rc == 3 and "ENOSPC" in out, out)
+    check("--json /dev/full: exit 2 up front, one line naming the device, nothing written",
+          rc == 2 and one_error(out, "'/dev/full' is a character device") and "ENOSPC" not in out, out)
+    targets = os.path.join(tmp, "targets")
+    os.mkdir(targets)
+    loop = os.path.join(targets, "l1")
+    os.symlink("l2", loop)
+    os.symlink("l1", os.path.join(targets, "l2"))
+    fifo = os.path.join(targets, "fifo")
+    os.mkfifo(fifo)
+    for what, path, text in [("a symlink loop", loop, "symlink loop"), ("a FIFO without a reader", fifo, "a FIFO")]:
+        for name, cmd in [("mori-probe", [PROBE, "--backend", "host", "--json", path]),
+                          ("mori-a2a, 2 ranks", [*MPIRUN, "-n", "2", A2A, "--backend", "host", "--chunk-kib", "4",
+                                                  "--json", path])]:
+            rc, out, dt = run(cmd, timeout=60)
+            check(f"{name} --json onto {what}: exit 2 before the run (no table, no a2a row), naming it",
+                  rc == 2 and one_error(out, text) and "chunk" not in out and "dev name" not in out, out)
+    check("the loop and the FIFO are as they were, nothing left beside them",
+          os.path.islink(loop) and os.readlink(loop) == "l2" and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+          and sorted(os.listdir(targets)) == ["fifo", "l1", "l2"], repr(os.listdir(targets)))
+    if os.geteuid() == 0 and os.access("/proc", os.W_OK):
+        rc, out, _ = run([PROBE, "--backend", "host", "--json", "/proc/version"])
+        check("--json /proc/version (root: /proc says writable, takes no file): exit 2 up front naming the folder",
+              rc == 2 and one_error(out, "the folder '/proc'", "takes no new file") and "dev name" not in out, out)
+    else:
+        print("note: not root: the /proc/version case (a folder that says writable and takes no file) left out")
     rc, out, _ = run(tools["mori-probe"])
     check("--json - to a working stdout: exit 0 and the document", rc == 0 and '"schema": "mori.probe/' in out, out)
 

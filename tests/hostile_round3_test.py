@@ -65,6 +65,20 @@ for name in TOOLS:
     rc, out, _ = run([tool(name), "--version"], {"MORI_FAULT": "a2a.timed:1,,"})
     check(f"MORI_FAULT='a2a.timed:1,,' {name} --version: exit 0, no abort",
           rc == 0 and "terminate" not in out and "never fired" not in out, out)
+# A repeated item (the same point on the same rank: leading zeros aside, or '*' on either side) would never fire and
+# only warn; more than 64 items would be cut silently. Both are usage errors naming what is wrong.
+for spec, text in [("a2a.announce:0,a2a.announce:0", "item 2 'a2a.announce:0' arms what item 1 'a2a.announce:0'"),
+                   ("a2a.timed:1,a2a.stale:0,a2a.timed:001", "item 3 'a2a.timed:001' arms what item 1"),
+                   ("a2a.timed:*,a2a.timed:1", "item 2 'a2a.timed:1' arms what item 1 'a2a.timed:*'"),
+                   (",".join(f"a2a.timed:{r}" for r in range(65)), "65 items, more than the 64")]:
+    rc, out, _ = run([tool("mori-a2a"), "--backend", "host", "--sync", "device", "--chunk-kib", "4"],
+                     {"MORI_FAULT": spec})
+    check(f"MORI_FAULT={spec[:40]!r}: exit 2, one line naming it, no run, no 'never fired'",
+          one_usage_line(rc, out, "MORI_FAULT: " + text) and "never fired" not in out and "chunk" not in out, out)
+rc, out, _ = run([tool("mori-a2a"), "--backend", "host", "--chunk-kib", "4", "--iters", "2", "--warmup", "1"],
+                 {"MORI_FAULT": ",".join(f"a2a.timed:{r}" for r in range(1, 65))})
+check("MORI_FAULT of 64 items (ranks 1..64 of a 1-rank job): accepted, each warned as never fired",
+      rc == 0 and out.count("never fired") == 64, out[-2000:])
 # Well-formed items still work: a teardown step the tool journals (under its prefixes) is known.
 for spec in ["teardown.w1.barrier.hang:5", "teardown.atexit.free_span.crash:5", "a2a.timed:0005"]:
     rc, out, _ = run([tool("mori-teardown-repro"), "--list"], {"MORI_FAULT": spec})

@@ -150,23 +150,73 @@ TEST(FilesWrite, NewFileExclusive) {
   EXPECT_EQ(read_file(d / "claim", kSystemFile), "a");
 }
 
-TEST(FilesWrite, FullDeviceNamed) {
+// The FileError write_output throws for `path`, or a failed expectation.
+FileError write_error(const std::string& path) {
   try {
-    write_output("/dev/full", "x\n");
-    ADD_FAILURE() << "writing /dev/full succeeded";
+    write_output(path, "x\n");
   } catch (const FileError& e) {
-    EXPECT_EQ(e.errno_value(), ENOSPC);
-    EXPECT_NE(std::string(e.what()).find("write(/dev/full) failed: ENOSPC"), std::string::npos) << e.what();
+    return e;
   }
+  ADD_FAILURE() << "write_output(" << path << ") did not throw";
+  return FileError(FileError::Reason::call_failed, path, "none", __FILE__, __LINE__, 0, {});
 }
 
-TEST(FilesWrite, FifoWithoutReaderFailsAtOnce) {
+bool is_type(const std::string& path, mode_t type) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+TEST(FilesWrite, DeviceRefusedNotWritten) {
+  const FileError e = write_error("/dev/full");
+  EXPECT_EQ(e.reason(), FileError::Reason::not_regular);
+  EXPECT_EQ(e.code(), ExitCode::usage);
+  EXPECT_NE(std::string(e.what()).find("'/dev/full' is a character device"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("only to a regular file or a new name"), std::string::npos)
+      << e.what();
+}
+
+TEST(FilesWrite, FifoRefusedStillAFifo) {
   TempDir d;
   ASSERT_EQ(mkfifo((d / "out").c_str(), 0600), 0);
+  const FileError e = write_error(d / "out");
+  EXPECT_EQ(e.reason(), FileError::Reason::not_regular);
+  EXPECT_NE(std::string(e.what()).find("is a FIFO"), std::string::npos) << e.what();
+  EXPECT_THROW(resolve_output_path(d / "out"), FileError);
+  EXPECT_TRUE(is_type(d / "out", S_IFIFO));
+}
+
+TEST(FilesWrite, SymlinkLoopRefusedNotReplaced) {
+  TempDir d;
+  ASSERT_EQ(symlink("l2", (d / "l1").c_str()), 0);
+  ASSERT_EQ(symlink("l1", (d / "l2").c_str()), 0);
+  const FileError e = write_error(d / "l1");
+  EXPECT_EQ(e.reason(), FileError::Reason::not_regular);
+  EXPECT_NE(std::string(e.what()).find("symlink loop"), std::string::npos) << e.what();
+  EXPECT_THROW(resolve_output_path(d / "l1"), FileError);
+  EXPECT_TRUE(is_type(d / "l1", S_IFLNK));
+  EXPECT_TRUE(is_type(d / "l2", S_IFLNK));
+  // Nothing left beside them: no temporary file.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d / ""), std::filesystem::directory_iterator{}),
+            2);
+}
+
+TEST(FilesWrite, DanglingSymlinkWrittenThrough) {
+  TempDir d;
+  ASSERT_EQ(symlink("t.json", (d / "link").c_str()), 0);
+  EXPECT_EQ(resolve_output_path(d / "link"), d / "t.json");
+  write_output(d / "link", "new\n");
+  EXPECT_TRUE(is_type(d / "link", S_IFLNK));
+  EXPECT_EQ(read_file(d / "t.json", kSystemFile), "new\n");
+}
+
+TEST(FilesWrite, FolderTakingNoNewFileRefusedUpFront) {
+  // As root /proc says it is writable (access W_OK), yet no file can be created there.
+  if (geteuid() != 0 || access("/proc", W_OK) != 0) GTEST_SKIP() << "needs root (access(/proc, W_OK) == 0)";
   try {
-    write_output(d / "out", "x\n");
-    ADD_FAILURE() << "writing a FIFO without a reader succeeded";
+    resolve_output_path("/proc/version");
+    ADD_FAILURE() << "resolve_output_path(/proc/version) did not throw";
   } catch (const FileError& e) {
-    EXPECT_EQ(e.errno_value(), ENXIO);
+    EXPECT_EQ(e.code(), ExitCode::usage);
+    EXPECT_NE(std::string(e.what()).find("the folder '/proc'"), std::string::npos) << e.what();
   }
 }

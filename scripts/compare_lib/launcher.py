@@ -5,16 +5,16 @@ import subprocess
 import sys
 
 from mori_results.errors import Malformed
+from mori_results.machine import visible_gpu_count
 from mori_results.reader import read_json
 
-from .machine import gpu_count
 from .options import EXIT_OK, EXIT_RUNTIME, UsageError
 from .report import exit_code
 
 
 def launch(a, argv, script):
     """Runs `script` with argv under torchrun on the visible GPUs, then reports its document's verdict."""
-    n = a.nproc or gpu_count()
+    n = a.nproc or visible_gpu_count()
     if n < 1:
         raise UsageError("no GPU visible (nvidia-smi -L lists none; --nproc N to say how many)")
     # torchrun of this interpreter (the same torch as the one that will be imported)

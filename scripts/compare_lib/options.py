@@ -1,4 +1,5 @@
 """What the command line may say: exit codes, the usage error, chunk sizes and the torch systems."""
+import re
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_RUNTIME = 0, 1, 2, 3
 TORCH_SYSTEMS = ("nccl-eager", "nccl-graph", "symm-graph", "symm-host")
@@ -10,11 +11,11 @@ class UsageError(Exception):
 
 
 def parse_chunk_kib(text):
-    """'256,4096' -> [262144, 4194304] bytes; UsageError on anything else."""
+    """'256,4096' -> [262144, 4194304] bytes; UsageError on anything else (a blank, a sign, hex: decimal digits
+    only, as every number the scripts take: scripts/mori_results/cli.py)."""
     out = []
     for part in str(text).split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) <= 0:
+        if not re.fullmatch(r"[0-9]+", part) or int(part) <= 0:
             raise UsageError(f"--chunk-kib: '{part}' is not a positive integer of KiB (e.g. 256,4096,65536)")
         out.append(int(part) * 1024)
     if len(set(out)) != len(out):

@@ -1,6 +1,7 @@
 """The mori.a2a/2 document this command writes (results/schema/), and the exit code it stands for."""
 import json
-import os
+
+from mori_results.files import write_text
 
 from .options import EXIT_OK, EXIT_RUNTIME, EXIT_WRONG, parse_systems
 
@@ -19,10 +20,8 @@ def document(meta, a, chunks, rows, replays):
 
 
 def write(path, doc):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
-    os.replace(tmp, path)
+    """Through the scripts' one writer (mori_results.files): only a regular file or a new name is replaced."""
+    write_text(path, json.dumps(doc, indent=2), "--json")
 
 
 def exit_code(doc):

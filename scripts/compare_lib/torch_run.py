@@ -7,7 +7,8 @@ import socket
 import sys
 import traceback
 
-from .machine import driver_version, git_revision, mps_active
+from mori_results.machine import driver_version, mps_active, tree_revision
+
 from .rows import fmt_size
 from .stats import bandwidths, failed_fields, time_stats
 
@@ -211,7 +212,7 @@ class TorchRun:
             triton_v = None
         return {"tool": "compare", "version": f"torch {torch.__version__}, nccl {nccl}",
                 "torch_version": torch.__version__, "nccl_version": nccl, "triton_version": triton_v,
-                "cuda_version": torch.version.cuda, "git_revision": git_revision(), "argv": argv,
+                "cuda_version": torch.version.cuda, "git_revision": tree_revision(), "argv": argv,
                 "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "world": self.world, "ranks": ranks, "backend": "gpu", "platform": "cuda", "handle_type": "",
                 "driver_version": driver_version(), "runtime_version": "nccl " + nccl, "mps_active": mps_active(),

@@ -1,48 +1,51 @@
 """The command line of scripts/faults and the loop over configurations and cases within the budget."""
-import argparse
 import os
 import shlex
 import signal
 import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
+from mori_results.cli import Parser, decimal, integer, integer_list
+from mori_results.errors import Malformed
+from mori_results.files import check_output_file
+from mori_results.machine import needs_mps, smi_gpus
 
 from .budget import Budget, worst_case_s
 from .cases import CASES, FAULTY, Case
 from .jobs import ROOT, Run
-from .leftovers import gpus
 from .report import SCHEMA, finish, meta, table
 
 
 def parse(usage):
-    ap = argparse.ArgumentParser(description=usage.split("\n")[0])
+    ap = Parser(prog="scripts/faults", name="faults", description=usage.split("\n")[0])
     ap.add_argument("--backend", choices=["gpu", "host"], default="gpu")
     ap.add_argument("--bin", help="directory of mori-a2a (default: $MORI_BIN, build-gpu/bin or build/bin)")
-    ap.add_argument("--worlds", default="4,8", help="ranks on one GPU (or on the host runtime), comma separated")
+    ap.add_argument("--worlds", type=integer_list, default="4,8",
+                    help="ranks on one GPU (or on the host runtime), comma separated")
     ap.add_argument("--cases", default=",".join(CASES), help="comma separated, of: " + ", ".join(CASES))
-    ap.add_argument("--timeout-s", type=int, default=10, help="mori-a2a --timeout-s (T)")
-    ap.add_argument("--settle-s", type=float, default=1.0,
+    ap.add_argument("--timeout-s", type=integer, default=10, help="mori-a2a --timeout-s (T)")
+    ap.add_argument("--settle-s", type=decimal, default=1.0,
                     help="seconds from the faulty rank entering the timed loop to the signal")
-    ap.add_argument("--announce-limit-s", type=float, default=120,
+    ap.add_argument("--announce-limit-s", type=decimal, default=120,
                     help="longest wait for the faulty rank to enter the timed loop (then signalled anyway) or to "
                          "exit in die-in-rendezvous")
-    ap.add_argument("--chunk-kib", type=int, help="chunk per peer (default 4096 on the GPU, 16 on the host)")
-    ap.add_argument("--iters", type=int, default=100000, help="mori-a2a --iters of the signal cases")
-    ap.add_argument("--graph-iters", type=int, default=1000,
+    ap.add_argument("--chunk-kib", type=integer, help="chunk per peer (default 4096 on the GPU, 16 on the host)")
+    ap.add_argument("--iters", type=integer, default=100000, help="mori-a2a --iters of the signal cases")
+    ap.add_argument("--graph-iters", type=integer, default=1000,
                     help="--iters of kill-timed-graph (few: the reference and stream rows before its graph row "
                          "stay short)")
-    ap.add_argument("--graph-k", type=int, default=10000,
+    ap.add_argument("--graph-k", type=integer, default=10000,
                     help="--graph K of kill-timed-graph: its timed phase is max(20, ceil(graph-iters / K)) replays "
                          "of K iterations")
-    ap.add_argument("--graph-chunk-kib", type=int, default=1024, help="--chunk-kib of kill-timed-graph")
-    ap.add_argument("--bystander-chunk-kib", type=int, default=256)
+    ap.add_argument("--graph-chunk-kib", type=integer, default=1024, help="--chunk-kib of kill-timed-graph")
+    ap.add_argument("--bystander-chunk-kib", type=integer, default=256)
     ap.add_argument("--no-bystander", dest="bystander", action="store_false")
     ap.add_argument("--no-mps", dest="mps", action="store_false", help="gpu backend without the MPS daemon")
     ap.add_argument("--no-per-gpu", dest="per_gpu", action="store_false", help="skip the one-rank-per-GPU runs")
     ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN") or None,
                     help="the launcher and its options, as one string (default: $MORI_MPIRUN, else the launcher of "
                          "the MPI the tools were built with: mpirun --oversubscribe for Open MPI)")
-    ap.add_argument("--budget-s", type=float, default=420,
+    ap.add_argument("--budget-s", type=decimal, default=420,
                     help="a case starts only if its worst case fits in what is left of this; the rest are skipped "
                          "(listed in the document with the reason)")
     ap.add_argument("--json", default="faults.json")
@@ -51,7 +54,7 @@ def parse(usage):
     bad = [c for c in a.case_list if c not in CASES]
     if bad:
         ap.error(f"unknown case {bad[0]} (cases: {', '.join(CASES)})")
-    a.world_list = [int(w) for w in a.worlds.split(",") if w]
+    a.world_list = a.worlds
     if any(w <= FAULTY for w in a.world_list):
         ap.error("every world needs at least 2 ranks")
     if a.budget_s <= 0:
@@ -66,12 +69,19 @@ def parse(usage):
     if a.bin is None:
         a.bin = os.environ.get("MORI_BIN") or os.path.join(ROOT, "build-gpu/bin" if gpu and os.path.isdir(
             os.path.join(ROOT, "build-gpu/bin")) else "build/bin")
+    try:  # a regular file or a new name in a writable folder, checked before any job starts
+        check_output_file(a.json, "--json")
+    except Malformed as e:
+        print(f"faults: {e}", file=sys.stderr)
+        sys.exit(2)
     a.bin = os.path.abspath(a.bin)  # the jobs run in a temporary folder
     a.mpirun = shlex.split(a.mpirun) if a.mpirun else mori_launcher.mpirun_command(a.bin)
     return a
 
 
 def configs(a, gpu_list):
+    """The run's configurations, each a device placement (scripts/mori_results/machine.py): one-gpu (every world's
+    ranks on GPU 0), per-gpu (one rank per GPU, where there are 2+), host (the host runtime)."""
     gpu = a.backend == "gpu"
     out = [{"name": "one-gpu" if gpu else "host", "world": w, "gpus": 1 if gpu else 0,
             "visible": "0" if gpu else None} for w in a.world_list]
@@ -90,7 +100,9 @@ def run_all(a, run, budget, plan, doc):
     rest are listed as skipped (interrupted)."""
     i = 0
     try:
-        if a.backend == "gpu" and a.mps:
+        # One private MPS daemon for every job of the run where ranks share a GPU (the one-gpu configurations, all
+        # ranks on GPU 0; the per-gpu one runs under it too, so that the bystander can share GPU 0).
+        if a.mps and any(needs_mps(cfg["world"], cfg["gpus"]) for cfg, _ in plan):
             run.start_mps()
         for i, (cfg, name) in enumerate(plan):
             worst = worst_case_s(a, name)
@@ -117,7 +129,7 @@ def main(usage):
     if not os.access(os.path.join(a.bin, "mori-a2a"), os.X_OK):
         print(f"faults: no mori-a2a in {a.bin} (build first, or pass --bin)", file=sys.stderr)
         return 2
-    gpu_list = gpus() if a.backend == "gpu" else []
+    gpu_list = smi_gpus() if a.backend == "gpu" else []
     if a.backend == "gpu" and not gpu_list:
         print("faults: --backend gpu but nvidia-smi -L lists no GPU (use --backend host)", file=sys.stderr)
         return 2

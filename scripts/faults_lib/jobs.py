@@ -1,6 +1,5 @@
 """Starting mori-a2a jobs under mpirun (each with its own mark and output reader), the private MPS daemon
 (scripts/mori_mps.py), the bystander job and the all-to-all after a case; cleaning up after all of them."""
-import json
 import os
 import shutil
 import subprocess
@@ -12,6 +11,8 @@ from .output import ERROR_RE
 from .procs import MARK, kill_group, kill_marked, wait_for_rank
 
 import mori_mps  # scripts/ is on sys.path (scripts/faults puts it there)
+from mori_results.errors import Malformed
+from mori_results.reader import read_json
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BYSTANDER_UP_S = 30  # the bystander's rank 1 is up within this, or the case notes it did not come up
@@ -150,10 +151,9 @@ class Run:
             kill_group(u)
         kill_marked(mark)
         wrong = None
-        try:
-            with open(jpath) as f:
-                wrong = json.load(f).get("wrong")
-        except (OSError, ValueError):
+        try:  # the tool's report, through the results model's reader
+            wrong = read_json(jpath).get("wrong")
+        except (Malformed, AttributeError):
             pass
         res = {"usable": rc == 0 and wrong == 0, "rc": rc, "wrong": wrong, "seconds": round(time.monotonic() - t0, 2)}
         if rc != 0:

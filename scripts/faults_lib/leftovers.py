@@ -91,10 +91,3 @@ def device_memory(before):
     after = gpu_memory_used()
     return {"before": before, "after": after, "delta": [x - y for x, y in zip(after, before)] if after else None}
 
-
-def gpus():
-    """[(index, name)] from nvidia-smi -L, [] without it."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    rc, out = sh(["nvidia-smi", "-L"], timeout=30)
-    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^GPU (\d+): (.*?)(?: \(UUID.*)?$", out or "", re.M)]

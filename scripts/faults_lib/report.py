@@ -8,7 +8,8 @@ import sys
 from .procs import sh
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from mori_results.tools import tools_revision  # noqa: E402
+from mori_results.files import write_text  # noqa: E402
+from mori_results.machine import smi_driver_version, tools_revision  # noqa: E402
 
 SCHEMA = "mori.faults/1"
 
@@ -27,11 +28,8 @@ def meta(a, gpu_list):
     m = {"tool": "faults", **revision(a), "argv": sys.argv[1:],
          "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
          "host": socket.gethostname(), "backend": a.backend, "timeout_s": a.timeout_s,
-         "gpus": [{"index": i, "name": n} for i, n in gpu_list], "driver_version": None}
-    if gpu_list:
-        rc, out = sh(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], timeout=30)
-        if rc == 0 and out.strip():
-            m["driver_version"] = out.split()[0]
+         "gpus": [{"index": i, "name": n} for i, n in gpu_list],
+         "driver_version": smi_driver_version() if gpu_list else None}
     rc, out = sh([*a.mpirun[:1], "--version"], timeout=10)
     m["mpirun"] = out.splitlines()[0] if rc == 0 and out else None
     return m
@@ -41,9 +39,7 @@ def finish(doc, path):
     """Sets the document's ok (every case ok, none skipped, not interrupted) and writes it."""
     doc["ok"] = (bool(doc["cases"]) and all(c["ok"] for c in doc["cases"]) and not doc["skipped"] and
                  not doc.get("interrupted"))
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write_text(path, json.dumps(doc, indent=1) + "\n", "--json")
 
 
 def landed(c):

@@ -38,6 +38,7 @@ def load_table(path):
 
 
 def _facts(doc):
+    """What a case of the table matches on; "placement" is the rows' plan placement (their field "placement")."""
     meta = doc.get("meta") or {}
     ranks = meta.get("ranks") or []
     names = {r.get("device_name") for r in ranks if isinstance(r, dict) and r.get("device_name")}
@@ -72,20 +73,20 @@ def _hand(cfg):
         ["launch"] if cfg.get("launch") == "plain" else [])
 
 
-def check_report(table, doc, report="report", placement=None):
+def check_report(table, doc, report="report", plan_placement=None):
     """{"case", "rows", "checked", "differs": [...], "uncovered": [...], "by_hand": n}. A row differs where a
-    field of its plan is not the table cell's, or where its placement is not `placement` (what the run's machine
-    is: one_rank_per_gpu on a node); it is uncovered where the table has no cell for it (a failure where every
-    choice was the plan's, listed only where the options chose by hand)."""
+    field of its plan is not the table cell's, or where its plan placement (the row's field "placement") is not
+    `plan_placement` (what the run's machine is: one_rank_per_gpu on a node); it is uncovered where the table has no
+    cell for it (a failure where every choice was the plan's, listed only where the options chose by hand)."""
     rows = doc.get("results") or []
     cfg = doc.get("config") or {}
     out = {"report": report, "case": None, "rows": len(rows), "checked": 0, "differs": [], "uncovered": [],
            "by_hand": 0}
-    if placement:
-        out["placement"] = placement
+    if plan_placement:
+        out["placement"] = plan_placement
         out["differs"] += [f"{report} row {i} (chunk {r.get('chunk_bytes')} B): placement "
-                           f"{json.dumps(r.get('placement'))}, the machine is {placement}"
-                           for i, r in enumerate(rows) if r.get("placement") != placement]
+                           f"{json.dumps(r.get('placement'))}, the machine is {plan_placement}"
+                           for i, r in enumerate(rows) if r.get("placement") != plan_placement]
     c = find_case(table, doc)
     f = _facts(doc)
     if c is None:

@@ -463,9 +463,13 @@ def marked(text, path):
 def update_docs(repo, docs=DOCS, write=True):
     """Regenerates every marked table in docs (paths relative to repo). -> (changed: [(doc, name)], seen names).
     A marker whose name results/published.json does not list is Malformed."""
+    from .files import check_output_file, write_text
     from .reader import read_bytes
     ppath, tables = load_published(repo)
     cache, changed, seen = {}, [], []
+    for rel in docs if write else ():  # a doc that is a link, a FIFO or a device: refused before any is rewritten
+        if os.path.lexists(os.path.join(repo, rel)):
+            check_output_file(os.path.join(repo, rel), "--update-docs")
     for rel in docs:
         path = os.path.join(repo, rel)
         if not os.path.lexists(path):
@@ -489,8 +493,5 @@ def update_docs(repo, docs=DOCS, write=True):
         new.append(text[pos:])
         out = "".join(new)
         if write and out != text:
-            tmp = f"{path}.tmp.{os.getpid()}"
-            with open(tmp, "w") as f:
-                f.write(out)
-            os.replace(tmp, path)
+            write_text(path, out, "--update-docs")
     return changed, seen

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -42,7 +43,8 @@ std::int64_t parse_delay_ns() {
 }
 #endif
 
-// Which items of MORI_FAULT fired in this process (bit i = the i-th item); items past 64 are not recorded.
+// Which items of MORI_FAULT fired in this process (bit i = the i-th item); a spec holds at most 64 items.
+constexpr std::size_t kMaxItems = 64;
 std::atomic<std::uint64_t> g_fired{0};
 
 struct Item {
@@ -58,10 +60,24 @@ struct Spec {
 
 constexpr const char* kForm = "<point>:<rank>[,<point>:<rank>...], <rank> a number or '*'";
 
+// Whether two items arm one point on one rank: the same point, and the same rank number (leading zeros aside)
+// or '*' on either side. Only the first would ever fire; the second would only warn that it never fired.
+bool same_arming(const Item& a, const Item& b) {
+  if (a.point != b.point) return false;
+  if (a.rank == "*" || b.rank == "*") return true;
+  return std::stol(a.rank) == std::stol(b.rank);
+}
+
 Spec parse_spec(const char* spec) {
   Spec out;
   if (!spec || !*spec) return out;
   const std::string s(spec);
+  const std::size_t count = 1 + static_cast<std::size_t>(std::count(s.begin(), s.end(), ','));
+  if (count > kMaxItems) {
+    out.error = "MORI_FAULT: " + std::to_string(count) + " items, more than the " +
+                std::to_string(kMaxItems) + " a spec may hold";
+    return out;
+  }
   std::size_t pos = 0, index = 0;
   while (pos <= s.size()) {
     std::size_t end = s.find(',', pos);
@@ -85,6 +101,11 @@ Spec parse_spec(const char* spec) {
     if (it.rank != "*" && (it.rank.empty() || it.rank.size() > 9 ||
                            it.rank.find_first_not_of("0123456789") != std::string::npos))
       return bad("'" + item + "': the rank must be a number (at most 9 digits) or '*'");
+    for (std::size_t j = 0; j < out.items.size(); ++j)
+      if (same_arming(out.items[j], it))
+        return bad("item " + std::to_string(index) + " '" + item + "' arms what item " +
+                   std::to_string(j + 1) + " '" + out.items[j].point + ":" + out.items[j].rank +
+                   "' arms already (a point is armed once per rank)");
     out.items.push_back(std::move(it));
   }
   return out;
@@ -188,7 +209,7 @@ bool fault_armed(const char* point, int rank) noexcept {
     const auto& items = the_spec().items;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].point != point || !armed_for(items[i], rank)) continue;
-      if (i < 64) g_fired.fetch_or(std::uint64_t{1} << i);
+      if (i < kMaxItems) g_fired.fetch_or(std::uint64_t{1} << i);
       return true;
     }
   } catch (...) {  // out of memory parsing the variable: the point stays unarmed
@@ -206,7 +227,7 @@ std::vector<FaultItem> fault_items() {
   const auto& items = the_spec().items;
   const std::uint64_t fired = g_fired.load();
   for (std::size_t i = 0; i < items.size(); ++i)
-    out.push_back({items[i].point, items[i].rank, i < 64 && (fired >> i & 1) != 0});
+    out.push_back({items[i].point, items[i].rank, i < kMaxItems && (fired >> i & 1) != 0});
 #endif
   return out;
 }
@@ -219,7 +240,7 @@ void warn_unfired_faults(int rank, int world) noexcept {
     const std::uint64_t fired = g_fired.load();
     for (std::size_t i = 0; i < items.size(); ++i) {
       const Item& f = items[i];
-      if (i < 64 && (fired >> i & 1) != 0) continue;
+      if (i < kMaxItems && (fired >> i & 1) != 0) continue;
       const bool mine = armed_for(f, rank);
       // A rank outside the job is reported once, by rank 0; every other item by the rank it was armed on.
       const bool outside = f.rank != "*" && std::stol(f.rank) >= world;

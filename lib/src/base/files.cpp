@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "mori/symm/base/detail/poll.hpp"
@@ -191,65 +192,60 @@ bool read_file_if_present(const std::string& path, const FileKind& kind, std::st
   return read_impl(path, kind, out, true);
 }
 
-std::string resolve_output_path(const std::string& path) {
+namespace {
+
+constexpr const char* kOnlyRegular =
+    "a report is written only to a regular file or a new name ('-' = stdout)";
+
+// The file write_output writes for `path` (not "-"): an existing file's real path, the name a dangling
+// symlink leads to, else `path`. `refused`: why no report may go there ("" = none); a folder is left to the
+// caller.
+struct Target {
+  std::string path;
+  std::string refused;
+};
+
+Target resolve_target(const std::string& path) {
   struct stat existing {};
   if (stat(path.c_str(), &existing) == 0) {
-    // Not a regular file: written in place through the name as given (/dev/stdout's magic link included).
-    if (!S_ISREG(existing.st_mode)) return path;
+    if (S_ISDIR(existing.st_mode)) return {path, {}};
+    if (!S_ISREG(existing.st_mode))
+      return {path, "the report '" + path + "' is " + type_name(existing.st_mode) + via_symlink(path) + "; " +
+                        kOnlyRegular};
     char* real = realpath(path.c_str(), nullptr);
-    if (!real) return path;
+    if (!real) return {path, {}};
     std::string r(real);
     std::free(real);
-    return r;
+    return {r, {}};
   }
+  if (errno == ELOOP) return {path, "the report '" + path + "' leads into a symlink loop; " + kOnlyRegular};
   // A new name, or a dangling symlink: followed by hand to the name it will create.
   std::string p = path;
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st {};
-    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {p, {}};
     std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
     const ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
-    if (n < 0) return p;
+    if (n < 0) return {p, {}};
     std::string target(buf.data(), static_cast<std::size_t>(n));
-    if (target.empty()) return p;
+    if (target.empty()) return {p, {}};
     if (target[0] != '/') {
       const auto slash = p.rfind('/');
       if (slash != std::string::npos) target = p.substr(0, slash + 1) + target;
     }
     p = target;
   }
-  return p;  // a loop: open() reports ELOOP on the original name
+  return {path, "the report '" + path + "' leads into a symlink loop; " + kOnlyRegular};
 }
 
-void write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    write_stdout(text);
-    return;
-  }
-  // A symlink is followed; an existing target that is not a regular file (a device node such as /dev/null, a
-  // FIFO, a terminal) is written in place; only a regular file or a new name is replaced by a rename.
-  const std::string target = resolve_output_path(path);
-  struct stat st {};
-  const bool exists = stat(target.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode))
-      MORI_FILE_FAIL(not_regular, target, "open(" + target + ")", 0,
-                     "'" + target + "' is a folder, not a file");
-    // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting without a bound.
-    Fd f{open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};
-    if (f.fd < 0) MORI_FILE_FAIL(call_failed, target, "open(" + target + ")", errno, {});
-    const int flags = fcntl(f.fd, F_GETFL);
-    if (flags < 0 || fcntl(f.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
-      MORI_FILE_FAIL(call_failed, target, "fcntl(" + target + ", F_SETFL)", errno, {});
-    write_all(f.fd, text, target);
-    return;
-  }
-  // The temporary name does not grow with the target's: a legal long name stays legal.
+std::string folder_of(const std::string& target) {
   const auto slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
-  // A fresh name, created exclusively: two writers (threads, or processes of the same pid on hosts sharing
-  // the folder) never write into one temporary file.
-  std::string tmp;
+  return slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
+}
+
+// A fresh temporary name in `dir`, created exclusively: two writers (threads, or processes of the same pid on
+// hosts sharing the folder) never write into one temporary file. The name does not grow with the target's.
+Fd new_temporary(const std::string& dir, std::string& tmp) {
   Fd f{-1};
   for (int attempt = 0; attempt < 8 && f.fd < 0; ++attempt) {
     char suffix[24];
@@ -261,6 +257,49 @@ void write_output(const std::string& path, const std::string& text) {
     f.fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f.fd < 0 && errno != EEXIST) break;
   }
+  return Fd{std::exchange(f.fd, -1)};
+}
+
+}  // namespace
+
+std::string resolve_output_path(const std::string& path) {
+  const Target t = resolve_target(path);
+  if (!t.refused.empty()) MORI_FILE_FAIL(not_regular, path, "open(" + path + ")", 0, t.refused);
+  // A folder that exists and says it is writable but takes no new file (/proc, as root): found by creating
+  // the temporary file the writer would, and removing it at once.
+  const std::string dir = folder_of(t.path);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && access(dir.c_str(), W_OK) == 0) {
+    std::string tmp;
+    Fd f = new_temporary(dir, tmp);
+    if (f.fd < 0)
+      MORI_FILE_FAIL(not_regular, path, "open(" + tmp + ")", 0,
+                     "the folder '" + dir + "' of the report '" + path + "' takes no new file (" +
+                         errno_name(errno) + "); " + kOnlyRegular);
+    unlink(tmp.c_str());
+  }
+  return t.path;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    write_stdout(text);
+    return;
+  }
+  // A symlink is followed; a target that is not a regular file (a device node such as /dev/null, a FIFO, a
+  // terminal) or a symlink loop is refused (exit 2), never written in place or replaced: the tools refuse it
+  // before the run already (resolve_output_path). A regular file or a new name is replaced by a rename.
+  const Target t = resolve_target(path);
+  if (!t.refused.empty()) MORI_FILE_FAIL(not_regular, path, "open(" + path + ")", 0, t.refused);
+  const std::string& target = t.path;
+  struct stat st {};
+  const bool exists = stat(target.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
+    MORI_FILE_FAIL(not_regular, target, "open(" + target + ")", 0,
+                   "'" + target + "' is a folder, not a file");
+  const std::string dir = folder_of(target);
+  std::string tmp;
+  Fd f = new_temporary(dir, tmp);
   if (f.fd < 0) MORI_FILE_FAIL(call_failed, tmp, "open(" + tmp + ")", errno, {});
   {  // the temporary file is written, closed and checked before it replaces the target
     try {
@@ -279,6 +318,15 @@ void write_output(const std::string& path, const std::string& text) {
       unlink(tmp.c_str());
       MORI_FILE_FAIL(call_failed, tmp, "close(" + tmp + ")", err, {});
     }
+  }
+  // Checked once more just before the rename: a FIFO, a device or a link swapped in meanwhile is refused,
+  // never replaced.
+  struct stat now {};
+  if (lstat(target.c_str(), &now) == 0 && !S_ISREG(now.st_mode)) {
+    unlink(tmp.c_str());
+    MORI_FILE_FAIL(
+        not_regular, path, "rename(" + tmp + ", " + target + ")", 0,
+        "the report '" + target + "' became " + type_name(now.st_mode) + " during the run; " + kOnlyRegular);
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;

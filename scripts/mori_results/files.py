@@ -1,0 +1,147 @@
+"""The one writer of the scripts' output files, and the checks of output paths (docs/reliability.md, "Files the
+scripts write").
+
+An output file goes only to a regular file or a new name. A path that exists and is anything else (a FIFO, a
+device such as /dev/null, a socket, a folder, a symlink, a symlink loop included) is a usage error, as are an
+empty path and a folder that does not exist or cannot be written: each is checked before any work
+(check_output_file), so nothing runs and nothing is left behind. The writer (replacing, write_text) writes a
+fresh temporary file in the same folder (created exclusively, links not followed) and renames it over the target
+after checking the target once more: a FIFO or a device swapped in meanwhile is refused, never replaced. A
+replaced file keeps its permission bits; a new one is 0666 less the umask. '-' is stdout where a script says so.
+
+An output folder (--out DIR) is a folder, a symlink to one, or a new name whose nearest existing parent is a
+writable folder (check_output_folder); a file, a FIFO, a device, a symlink loop or a link to nothing is refused.
+"""
+import contextlib
+import errno
+import os
+import secrets
+import stat
+import sys
+
+from .errors import Malformed, Usage
+
+_KIND = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+ONLY = "an output file is written only to a regular file or a new name"
+
+
+def kind(mode):
+    """What a file that is not a regular file is: 'a FIFO', 'a folder', ..."""
+    return next((name for test, name in _KIND if test(mode)), "not a regular file")
+
+
+def _symlink(path):
+    """'a symlink loop', 'a symlink to nothing' or 'a symlink' for the link at path."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        return "a symlink loop" if e.errno == errno.ELOOP else "a symlink to nothing"
+    return "a symlink"
+
+
+def check_output_file(path, option, stdout=False):
+    """Usage unless path can take an output file: '' never; '-' where stdout (the script documents it); an
+    existing entry only as a regular file (no symlink); its folder must exist and be writable."""
+    if path is None:
+        return
+    if path == "":
+        raise Usage(f"{option}: an empty value")
+    if path == "-" and stdout:
+        return
+    where = f"{option} '{path}'"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:  # ENOTDIR, ENAMETOOLONG, ELOOP in a folder of the path, EACCES
+        raise Usage(f"{where}: {e.strerror or e}")
+    rule = ONLY + (" ('-' = stdout)" if stdout else "")
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise Usage(f"{where} is {_symlink(path)}; {rule}")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise Usage(f"{where} is {kind(st.st_mode)}; {rule}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise Usage(f"{where}: no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise Usage(f"{where}: folder {folder} is not writable")
+    if st is not None and not os.access(path, os.W_OK):
+        raise Usage(f"{where} exists and is not writable")
+
+
+def check_output_folder(path, option):
+    """Usage unless path is a folder this process can write (a symlink to one is followed), or a new name whose
+    nearest existing parent is one. Checked before anything is built or run."""
+    if path is None:
+        return
+    if path == "":
+        raise Usage(f"{option}: an empty value")
+    where = f"{option} '{path}'"
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    try:
+        st = os.stat(p)
+    except OSError as e:
+        raise Usage(f"{where}: {p} is {_symlink(p)}" if os.path.islink(p) else f"{where}: {e.strerror or e}")
+    if not stat.S_ISDIR(st.st_mode):
+        raise Usage(f"{where}: {p} is {kind(st.st_mode) if not stat.S_ISREG(st.st_mode) else 'a file'}, "
+                    "not a folder")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise Usage(f"{where}: {p} is not writable (a read-only mount, or its permissions)")
+
+
+def _new_temporary(folder):
+    """(fd, path) of a fresh file in folder: created exclusively, never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(8):
+        tmp = os.path.join(folder, f".mori-out-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no fresh temporary name", folder)
+
+
+@contextlib.contextmanager
+def replacing(path, option, binary=False):
+    """A file to write path's new content into. On a clean exit of the block it replaces path (checked again
+    first); on any exception the temporary file is removed and path is left as it was. OSError becomes
+    Malformed naming the file."""
+    check_output_file(path, option)
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = _new_temporary(folder)
+        try:
+            st = os.stat(path)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))  # a replaced file keeps its permission bits
+        except FileNotFoundError:
+            pass
+        except OSError:
+            os.close(fd)
+            raise
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            yield f
+        check_output_file(path, option)  # a FIFO or a device swapped in meanwhile is refused, not replaced
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise Malformed(path, f"{option}: cannot write: {e.strerror or e}")
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def write_text(path, text, option, stdout=False):
+    """Writes text to path through replacing(); '-' is stdout where stdout is true."""
+    if path == "-" and stdout:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    with replacing(path, option) as f:
+        f.write(text)
