@@ -262,6 +262,14 @@ Fd new_temporary(const std::string& dir, std::string& tmp) {
 
 }  // namespace
 
+std::string output_path_refusal(const std::string& path) {
+  try {
+    return resolve_target(path).refused;
+  } catch (...) {
+    return {};  // resolve_output_path then names what failed
+  }
+}
+
 std::string resolve_output_path(const std::string& path) {
   const Target t = resolve_target(path);
   if (!t.refused.empty()) MORI_FILE_FAIL(not_regular, path, "open(" + path + ")", 0, t.refused);

@@ -32,6 +32,8 @@ namespace mori::symm {
 void check_output_path(const std::string& option, const std::string& path) {
   if (path.empty() || path == "-") return;
   namespace fs = std::filesystem;
+  // A FIFO, a device, a socket or a symlink loop never takes a report: named with the option.
+  if (const std::string why = output_path_refusal(path); !why.empty()) throw UsageError(option + ": " + why);
   // What write_json will write: the symlink's target, not the link.
   const std::string target = resolve_output_path(path);
   fs::path p(target);
@@ -42,13 +44,6 @@ void check_output_path(const std::string& option, const std::string& path) {
                      std::to_string(NAME_MAX) + " bytes");
   if (target.size() >= PATH_MAX)
     throw UsageError(option + ": the path is longer than " + std::to_string(PATH_MAX - 1) + " bytes");
-  struct stat st {};
-  if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // Written in place (a device node, a FIFO, a terminal): the file itself must be writable.
-    if (access(target.c_str(), W_OK) != 0)
-      throw UsageError(option + ": '" + path + "' exists and is not writable");
-    return;
-  }
   fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) throw UsageError(option + ": folder '" + dir.string() + "' does not exist");
   if (access(dir.c_str(), W_OK) != 0)

@@ -72,6 +72,9 @@ void write_output(const std::string& path, const std::string& text);
 // file, a symlink loop) or where its folder takes no new file although it says it is writable (/proc as
 // root): found by creating the temporary file the writer would, and removing it at once.
 std::string resolve_output_path(const std::string& path);
+// Why `path` cannot take a report (a FIFO, a device, a socket, a symlink loop: the sentence
+// resolve_output_path would throw), or "" where it can be tried. Never throws.
+std::string output_path_refusal(const std::string& path);
 
 // Creates `path`, which must not exist (O_EXCL), holding `data` with permission bits `mode` (less the umask),
 // synced to disk when `sync`. Throws FileError; errno_value() is EEXIST where the name was taken.
