@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/error.hpp"
 
 namespace mori::symm {
@@ -81,31 +82,19 @@ const std::set<std::string> kEntryKeys = {"devices", "interconnect", "check",   
 }  // namespace
 
 const char* to_string(Verdict v) noexcept {
-  switch (v) {
-    case Verdict::pass:
-      return "pass";
-    case Verdict::warn:
-      return "warn";
-    case Verdict::fail:
-      return "fail";
-    case Verdict::no_reference:
-      return "no_reference";
-  }
-  return "?";
+  static constexpr EnumName<Verdict> kNames[] = {{Verdict::pass, "pass"},
+                                                 {Verdict::warn, "warn"},
+                                                 {Verdict::fail, "fail"},
+                                                 {Verdict::no_reference, "no_reference"}};
+  return enum_name(kNames, v);
 }
 
 const char* to_string(Placement p) noexcept {
-  switch (p) {
-    case Placement::host:
-      return "host runtime";
-    case Placement::shared_device:
-      return "ranks sharing one GPU";
-    case Placement::two_devices:
-      return "two GPUs";
-    case Placement::several_devices:
-      return "several GPUs";
-  }
-  return "?";
+  static constexpr EnumName<Placement> kNames[] = {{Placement::host, "host runtime"},
+                                                   {Placement::shared_device, "ranks sharing one GPU"},
+                                                   {Placement::two_devices, "two GPUs"},
+                                                   {Placement::several_devices, "several GPUs"}};
+  return enum_name(kNames, p);
 }
 
 OutlierLimits host_outlier_limits() {
