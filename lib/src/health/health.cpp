@@ -1,6 +1,6 @@
 // The --health verdicts (health.hpp; docs/mori-probe.md "Health"): the peer matrix's pairs against each
 // other, NVLink and Xid, the doctor, the short all-to-all, and the summary. The expectations are in
-// expectations.cpp.
+// expectations.cpp, the gathering of the facts in gather.cpp.
 #include "mori/symm/health/health.hpp"
 
 #include <algorithm>
