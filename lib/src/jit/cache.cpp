@@ -130,20 +130,47 @@ std::string cache_root(std::string* why) {
   return root;
 }
 
-// The arch's folder in a checked root, made where missing: "" where it is usable, else why not.
-std::string arch_folder_problem(const std::string& folder) {
-  if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
-    return "cannot create " + folder + ": " + errno_name(errno);
+// What create_directories(dir) would do without doing it: nothing where dir is a folder already; an error
+// where it is something else, or where the nearest folder that exists cannot take a new one.
+std::error_code would_create(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec))
+    return fs::is_directory(dir, ec) ? ec : std::make_error_code(std::errc::not_a_directory);
+  if (ec) return ec;
+  fs::path p = fs::absolute(dir, ec);
+  while (!ec && p.has_relative_path() && !fs::exists(p, ec)) p = p.parent_path();
+  if (ec) return ec;
+  if (!fs::is_directory(p, ec)) return ec ? ec : std::make_error_code(std::errc::not_a_directory);
+  if (access(p.c_str(), W_OK | X_OK) != 0) return std::error_code(errno, std::generic_category());
+  return {};
+}
+
+// The arch's folder in a checked root: "" where it is usable (with create: made where missing), else why not.
+std::string arch_folder_problem(const std::string& folder, bool create) {
+  if (create) {
+    if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
+      return "cannot create " + folder + ": " + errno_name(errno);
+  } else {
+    struct stat st {};
+    if (lstat(folder.c_str(), &st) != 0)
+      return errno == ENOENT ? "" : "cannot create " + folder + ": " + errno_name(errno);
+  }
   if (auto why = unsafe_reason(folder); !why.empty()) return "refusing cache folder " + folder + ": " + why;
   return {};
 }
 
-CacheFolder find_folder(const std::string& arch, const std::string& platform) {
+CacheFolder find_folder(const std::string& arch, const std::string& platform, bool create) {
   CacheFolder c;
   const std::string root = cache_root(&c.why_not);
   if (root.empty()) return c;
   std::error_code ec;
-  fs::create_directories(root, ec);
+  if (create) {
+    fs::create_directories(root, ec);
+  } else {
+    ec = would_create(root);
+    // Not there yet and it can be made: the first Jit makes it and checks it as any other.
+    if (!ec && !fs::exists(root, ec)) return {root + "/" + arch + "_" + platform, ""};
+  }
   // A symlinked root (~/.mori/jit -> /scratch/jit) is followed: the checks apply to its target.
   std::string real = root;
   if (!ec) {
@@ -159,7 +186,7 @@ CacheFolder find_folder(const std::string& arch, const std::string& platform) {
     c.why_not = "cache folder " + root + " is not writable";
   } else {
     const std::string folder = real + "/" + arch + "_" + platform;
-    c.why_not = arch_folder_problem(folder);
+    c.why_not = arch_folder_problem(folder, create);
     if (c.why_not.empty()) c.folder = folder;
   }
   return c;
@@ -173,8 +200,8 @@ void set_jit_wait_bound(double seconds) noexcept {
 
 namespace detail {
 
-CacheFolder cache_folder(const std::string& arch, const std::string& platform) {
-  CacheFolder c = find_folder(arch, platform);
+CacheFolder cache_folder(const std::string& arch, const std::string& platform, bool create) {
+  CacheFolder c = find_folder(arch, platform, create);
   if (c.folder.empty()) spdlog::warn("jit: compiling in memory: {}", c.why_not);
   return c;
 }

@@ -16,9 +16,11 @@ struct CacheFolder {
       why_not;  // why there is none: no root, a root or arch folder refused, unwritable, not creatable
 };
 // The root is MORI_JIT_CACHE_DIR, else $HOME/.mori/jit, else $XDG_CACHE_HOME/mori/jit (jit.hpp); it and the
-// arch's folder are made where missing and checked (ours, writable by nobody else). Where there is none,
-// warns that the Jit compiles in memory, and why.
-CacheFolder cache_folder(const std::string& arch, const std::string& platform);
+// arch's folder are checked (ours, writable by nobody else). create: a missing root and arch folder are made
+// (a Jit); otherwise nothing is made, and a missing one passes where its nearest existing folder is writable
+// (mori-probe --jit-precompile checks every arch before any folder is made). Where there is none, warns as a
+// job would: "compiling in memory", with why.
+CacheFolder cache_folder(const std::string& arch, const std::string& platform, bool create);
 
 // Loads the entry folder `entry` into `out`; false where it is missing or unusable (an unusable one is moved
 // aside under `root`, the arch's folder, and rebuilt by the caller).

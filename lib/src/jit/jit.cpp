@@ -95,7 +95,7 @@ Jit::Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz)
                           : 0) {
   if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
-  auto folder = detail::cache_folder(arch_, platform_);
+  auto folder = detail::cache_folder(arch_, platform_, true);
   root_ = std::move(folder.folder);
   memory_reason_ = std::move(folder.why_not);
 }

@@ -1,16 +1,19 @@
-// mori-probe --jit-precompile (precompile.hpp; docs/mori-probe.md): the arch list checked whole, then the
-// kernel catalog compiled into the cache per arch.
+// mori-probe --jit-precompile (precompile.hpp; docs/mori-probe.md): the arch list checked whole, every arch's
+// cache folder checked before any is made, then the kernel catalog compiled into the cache per arch.
 #include "mori/symm/jit/precompile.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <vector>
 
+#include "cache.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/jit/jit.hpp"
+#include "mori/symm/platform/detail/rtc.hpp"
 
 namespace mori::symm {
 namespace {
@@ -50,10 +53,52 @@ void check_names(const std::vector<std::string>& list, const std::string& source
   if (!bad.empty()) refuse(source, bad, archs);
 }
 
-// One Jit per arch, each with its cache folder: a cache that cannot be used fails the run (exit 3, naming
-// why), since compiling in memory would fill nothing.
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Why `rtc` does not compile for `arch` ("" where it does): it refuses an empty kernel for that arch, as an
+// invalid option (NVRTC: an arch it does not know, e.g. sm_91) or in the compile itself. Other failures
+// throw.
+std::string unsupported(detail::RuntimeCompiler& rtc, const std::string& arch) {
+  const std::string option = rtc.arch_option(arch);
+  try {
+    rtc.compile("extern \"C\" __global__ void mori_arch_check() {}\n", "arch_check.hip", {}, {},
+                {option, "-std=c++17"});
+  } catch (const ApiError& e) {
+    if (!ends_with(e.api_error(), "_ERROR_INVALID_OPTION") && !ends_with(e.api_error(), "_ERROR_COMPILATION"))
+      throw;
+    return "unsupported by " + rtc.name() + " " + rtc.version() + " (" + option + ": " + e.api_error() + ")";
+  }
+  return {};
+}
+
+// Every arch compiled for by its platform's run-time compiler, before anything is compiled into a cache.
+void check_supported(const std::vector<std::string>& list, const std::string& source,
+                     const std::string& archs) {
+  std::map<std::string, std::unique_ptr<detail::RuntimeCompiler>> compilers;
+  std::vector<std::string> bad;
+  for (const auto& arch : list) {
+    auto& rtc = compilers[platform_of(arch)];
+    if (!rtc) {
+      std::string why;
+      rtc = platform_of(arch) == std::string("amd") ? detail::load_hiprtc(&why) : detail::load_nvrtc(&why);
+      if (!rtc) throw ApiError("load runtime compiler", __FILE__, __LINE__, "RTC_UNAVAILABLE", why);
+    }
+    if (auto why = unsupported(*rtc, arch); !why.empty()) bad.push_back("'" + arch + "' is " + why);
+  }
+  if (!bad.empty()) refuse(source, bad, archs);
+}
+
+// One Jit per arch, every arch's cache folder checked before the first is made: a cache that cannot be used
+// fails the run (exit 3, naming why), since compiling in memory would fill nothing.
 std::vector<std::unique_ptr<Jit>> open_jits(Runtime& rt, int device, const std::vector<std::string>& list,
                                             std::uint64_t wall_clock_khz) {
+  for (const auto& arch : list) {
+    const auto folder = detail::cache_folder(arch, platform_of(arch), false);
+    if (folder.folder.empty())
+      throw ApiError("--jit-precompile " + arch, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE", folder.why_not);
+  }
   // The AMD kernels' clock (docs/amd.md, `%globaltimer`): --wall-clock-khz, else this device's rate where the
   // arch is its own, else the prelude's 100 MHz.
   std::uint64_t own_khz = 0;
@@ -126,6 +171,7 @@ Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions&
   const std::string source = o.archs.empty() && archs != o.archs ? "MORI_GPU_ARCHS" : "--archs";
   const auto list = split_list(archs);
   check_names(list, source, archs);
+  check_supported(list, source, archs);
   Precompiled out{archs, Json::array()};
   for (auto& jit : open_jits(rt, device, list, o.wall_clock_khz))
     out.per_arch.push_back(compile_arch(*jit, print));

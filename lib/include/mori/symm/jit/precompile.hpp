@@ -24,10 +24,11 @@ struct Precompiled {
 };
 
 // The whole list is checked before anything is compiled or any cache folder made: every entry's name
-// (arch_name_problem, repeats), a UsageError naming every bad entry on one line. Then each arch's cache
-// folder, where a cache that cannot be used (a job would compile in memory) is ApiError JIT_CACHE_UNUSABLE
-// naming why, and every kernel compiled into the cache; one not in the cache afterwards is JIT_CACHE_UNUSABLE
-// too. `print` gets one line (with its newline) per kernel file and per instantiation the arch leaves out.
+// (arch_name_problem, repeats), then whether the run-time compiler compiles for it (an empty kernel, compiled
+// in memory), each a UsageError naming every bad entry on one line; then every arch's cache folder, where a
+// cache that cannot be used (a job would compile in memory) is ApiError JIT_CACHE_UNUSABLE naming why. Then
+// each arch compiles every kernel into the cache; one not in the cache afterwards is JIT_CACHE_UNUSABLE too.
+// `print` gets one line (with its newline) per kernel file and per instantiation the arch leaves out.
 Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions& o,
                                const std::function<void(const std::string&)>& print);
 
