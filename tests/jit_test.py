@@ -163,4 +163,25 @@ with tempfile.TemporaryDirectory() as tmp:
     check(f"matrix bulk kernels per arch {bulk}", rc == 0 and bulk == {"sm_80": (False, True), "sm_90": (True, True),
                                                                     "sm_100": (True, True)}, out)
 
+    # 12. Archs of the right form that NVRTC does not compile for (sm_91, sm_92a): found by an empty kernel compiled
+    # in memory for every arch before anything else, exit 2 with one line naming each; nothing compiled or created.
+    cache = os.path.join(tmp, "c12")
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache}, ["--archs", "sm_90,sm_91,sm_92a"])
+    lines = [l for l in out.splitlines() if l.strip() and "meta.build_stale" not in l]
+    check("unsupported archs sm_91, sm_92a: exit 2, one line naming both, nothing compiled or created",
+          rc == 2 and len(lines) == 1 and "--archs: 'sm_91' is unsupported by nvrtc" in lines[0]
+          and "'sm_92a' is unsupported by nvrtc" in lines[0] and "NVRTC_ERROR_INVALID_OPTION" in lines[0]
+          and "'sm_90'" not in lines[0] and "nothing was compiled" in lines[0] and not os.path.exists(cache), out)
+
+    # 13. Every arch's cache folder is checked before the first is made: sm_80's is group-writable, so the run
+    # exits 3 naming it and leaves no (empty) sm_90_cuda behind.
+    cache = os.path.join(tmp, "c13")
+    os.makedirs(os.path.join(cache, "sm_80_cuda"), mode=0o700)
+    os.chmod(cache, 0o700)
+    os.chmod(os.path.join(cache, "sm_80_cuda"), 0o770)
+    rc, out = run({"MORI_JIT_CACHE_DIR": cache}, ["--archs", "sm_90,sm_80"])
+    check("sm_80's cache folder unusable: exit 3 naming it, no sm_90_cuda made, nothing compiled",
+          rc == 3 and "JIT_CACHE_UNUSABLE" in out and "sm_80_cuda: writable by group or others" in out
+          and sorted(os.listdir(cache)) == ["sm_80_cuda"] and "jit: compiling a2a" not in out, out)
+
 finish()

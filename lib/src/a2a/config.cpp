@@ -5,6 +5,7 @@
 #include "mori/symm/a2a/a2a.hpp"
 #include "mori/symm/a2a/chunk.hpp"
 #include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/error.hpp"
 
 namespace mori::symm {
@@ -25,17 +26,11 @@ const char* to_string(SyncMode s) noexcept {
   return s == SyncMode::device ? "device" : "host";
 }
 const char* to_string(Protocol p) noexcept {
-  switch (p) {
-    case Protocol::direct:
-      return "direct";
-    case Protocol::ll:
-      return "ll";
-    case Protocol::copy:
-      return "copy";
-    case Protocol::simple:
-      break;
-  }
-  return "simple";
+  static constexpr EnumName<Protocol> kNames[] = {{Protocol::simple, "simple"},
+                                                  {Protocol::direct, "direct"},
+                                                  {Protocol::ll, "ll"},
+                                                  {Protocol::copy, "copy"}};
+  return enum_name(kNames, p, "simple");
 }
 
 SignalScope parse_signal_scope(const std::string& text) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/error.hpp"
 #include "references.hpp"
 
@@ -142,19 +143,13 @@ std::string a2a_table_note(const A2aFacts& f) {
 }
 
 const char* to_string(PlacementClass c) noexcept {
-  switch (c) {
-    case PlacementClass::host:
-      return "host";
-    case PlacementClass::single_rank:
-      return "single_rank";
-    case PlacementClass::one_gpu:
-      return "one_gpu";
-    case PlacementClass::one_rank_per_gpu:
-      return "one_rank_per_gpu";
-    case PlacementClass::several_ranks_per_gpu:
-      break;
-  }
-  return "several_ranks_per_gpu";
+  static constexpr EnumName<PlacementClass> kNames[] = {
+      {PlacementClass::host, "host"},
+      {PlacementClass::single_rank, "single_rank"},
+      {PlacementClass::one_gpu, "one_gpu"},
+      {PlacementClass::one_rank_per_gpu, "one_rank_per_gpu"},
+      {PlacementClass::several_ranks_per_gpu, "several_ranks_per_gpu"}};
+  return enum_name(kNames, c, "several_ranks_per_gpu");
 }
 
 PlacementClass placement_class(const detail::Placement& pl) {

@@ -1,5 +1,7 @@
 #include "mori/symm/base/outcome.hpp"
 
+#include "mori/symm/base/enum_names.hpp"
+
 namespace mori::symm {
 namespace {
 constexpr std::string_view kOk = "ok";
@@ -23,25 +25,15 @@ std::optional<StepStatus> parse_step_status(std::string_view text) {
 }
 
 const char* to_string(TeardownOutcome o) noexcept {
-  switch (o) {
-    case TeardownOutcome::ok:
-      return "ok";
-    case TeardownOutcome::leak:
-      return "leak";
-    case TeardownOutcome::api_error:
-      return "api_error";
-    case TeardownOutcome::crash:
-      return "crash";
-    case TeardownOutcome::hang:
-      return "hang";
-    case TeardownOutcome::damaged:
-      return "damaged";
-    case TeardownOutcome::journal_error:
-      return "journal_error";
-    case TeardownOutcome::pending:
-      return "pending";
-  }
-  return "?";
+  static constexpr EnumName<TeardownOutcome> kNames[] = {{TeardownOutcome::ok, "ok"},
+                                                         {TeardownOutcome::leak, "leak"},
+                                                         {TeardownOutcome::api_error, "api_error"},
+                                                         {TeardownOutcome::crash, "crash"},
+                                                         {TeardownOutcome::hang, "hang"},
+                                                         {TeardownOutcome::damaged, "damaged"},
+                                                         {TeardownOutcome::journal_error, "journal_error"},
+                                                         {TeardownOutcome::pending, "pending"}};
+  return enum_name(kNames, o);
 }
 
 }  // namespace mori::symm

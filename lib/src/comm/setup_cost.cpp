@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/comm/bootstrap.hpp"
 
 namespace mori::symm {
@@ -80,29 +81,16 @@ std::array<StepFigures, kSetupSteps> mine() noexcept {
 }  // namespace
 
 const char* setup_name(Setup s) noexcept {
-  switch (s) {
-    case Setup::bootstrap:
-      return "bootstrap";
-    case Setup::options_check:
-      return "options_check";
-    case Setup::allocation:
-      return "allocation";
-    case Setup::handle_export:
-      return "handle_export";
-    case Setup::exchange:
-      return "exchange";
-    case Setup::reserve:
-      return "reserve";
-    case Setup::map:
-      return "map";
-    case Setup::access:
-      return "access";
-    case Setup::teardown:
-      return "teardown";
-    case Setup::count_:
-      break;
-  }
-  return "?";
+  static constexpr EnumName<Setup> kNames[] = {{Setup::bootstrap, "bootstrap"},
+                                               {Setup::options_check, "options_check"},
+                                               {Setup::allocation, "allocation"},
+                                               {Setup::handle_export, "handle_export"},
+                                               {Setup::exchange, "exchange"},
+                                               {Setup::reserve, "reserve"},
+                                               {Setup::map, "map"},
+                                               {Setup::access, "access"},
+                                               {Setup::teardown, "teardown"}};
+  return enum_name(kNames, s);
 }
 
 SetupStep::SetupStep(Setup s) noexcept : step_(s), outer_(t_step), wall0_(0), cpu0_(0) {

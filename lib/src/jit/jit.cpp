@@ -1,11 +1,6 @@
+// The kernel JIT (jit.hpp; lib/README.md, JIT cache): kernel sources and their cache key, compiling through
+// the run-time compiler, and the kernels this process loaded. The on-disk cache is in cache.cpp.
 #include "mori/symm/jit/jit.hpp"
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "mori/symm/base/detail/poll.hpp"
+#include "cache.hpp"
 #include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/files.hpp"
@@ -28,8 +23,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double g_wait_bound_s = 300;  // set_jit_wait_bound(): the tools pass --timeout-s
+using detail::EntryLock;
+using detail::load_entry;
+using detail::publish_entry;
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -41,88 +37,15 @@ bool env_on(const char* name) {
                    "' is not a boolean (accepted: 1, 0, true, false, yes, no)");
 }
 
-void write_file(const std::string& path, const std::string& data) {
-  write_new_file(path, data, 0600, true);
-}
-
-// A folder we may load code from: ours, and writable by nobody else. Empty string = fine, else why not.
-std::string unsafe_reason(const std::string& dir) {
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) return std::string("cannot stat: ") + errno_name(errno);
-  if (!S_ISDIR(st.st_mode)) return "not a directory";
-  if (st.st_uid != geteuid()) return "owned by uid " + std::to_string(st.st_uid) + ", not by us";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
-  return {};
-}
-
-std::string random_suffix() {
-  std::uint64_t r = 0;
-  if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-    r = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
-  return std::to_string(getpid()) + "-" + std::to_string(r);
-}
-
 std::string image_hash(const CompiledKernels& k) {
   return hash_hex({std::string(k.image.begin(), k.image.end())});
-}
-
-// Who holds a flock on fd's file, from /proc/locks ("pid N"), or "another process" when it cannot be told.
-std::string lock_holder(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return "another process";
-  char want[64];
-  std::snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
-                static_cast<unsigned long long>(st.st_ino));
-  std::string text;
-  try {
-    text = read_file("/proc/locks", kSystemFile);
-  } catch (const std::exception&) {
-    return "another process";
-  }
-  std::istringstream locks(text);
-  std::string line;
-  while (std::getline(locks, line)) {
-    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; lines with "->" are waiters, not holders.
-    std::istringstream in(line);
-    std::string id, kind, mode, rw, pid, dev;
-    if (!(in >> id >> kind) || kind == "->" || kind != "FLOCK") continue;
-    if (in >> mode >> rw >> pid >> dev && dev == want) return "pid " + pid;
-  }
-  return "another process";
 }
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// Serialised lowered names: one "instantiation\tsymbol" per line.
-std::string names_text(const std::map<std::string, std::string>& lowered) {
-  std::string s;
-  for (auto& [k, v] : lowered) s += k + "\t" + v + "\n";
-  return s;
-}
-
-bool parse_names(const std::string& text, std::map<std::string, std::string>& out) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto tab = line.find('\t');
-    if (tab == std::string::npos) return false;
-    out[line.substr(0, tab)] = line.substr(tab + 1);
-  }
-  return true;
-}
-
-std::string manifest_text(const std::string& image, const std::string& names) {
-  return "image " + std::to_string(image.size()) + " " + hash_hex({image}) + "\nnames " +
-         std::to_string(names.size()) + " " + hash_hex({names}) + "\n";
-}
-
 }  // namespace
-
-void set_jit_wait_bound(double seconds) noexcept {
-  if (seconds > 0) g_wait_bound_s = seconds;
-}
 
 std::string hash_hex(const std::vector<std::string>& parts) {
   std::uint64_t h = detail::kFnvOffset;
@@ -163,7 +86,6 @@ std::string target_arch(Runtime& rt, int device) {
   }
   return rt.device_info(device).arch;
 }
-
 Jit::Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz)
     : arch_(std::move(arch)),
       platform_(std::move(platform)),
@@ -173,60 +95,9 @@ Jit::Jit(std::string arch, std::string platform, std::uint64_t wall_clock_khz)
                           : 0) {
   if (arch_.empty() || arch_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
     throw UsageError("MORI_GPU_ARCHS: '" + arch_ + "' is not an arch name like sm_90 or gfx942");
-  std::string root;
-  if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
-    root = d;  // asked for explicitly: created when missing
-  } else {
-    // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home. A relative
-    // XDG_CACHE_HOME is invalid and ignored, as the XDG Base Directory specification says (it would put the
-    // cache under whatever folder the job was started in).
-    std::error_code ec;
-    const char* home = std::getenv("HOME");
-    const char* xdg_env = std::getenv("XDG_CACHE_HOME");
-    const bool xdg_relative = xdg_env && *xdg_env && xdg_env[0] != '/';
-    const char* xdg = xdg_relative ? nullptr : xdg_env;
-    if (xdg_relative) spdlog::debug("jit: XDG_CACHE_HOME '{}' is not an absolute path; ignored", xdg_env);
-    if (home && *home && fs::is_directory(home, ec)) {
-      root = std::string(home) + "/.mori/jit";
-    } else if (xdg && *xdg && fs::is_directory(xdg, ec)) {
-      root = std::string(xdg) + "/mori/jit";
-    } else {
-      const std::string ignored =
-          xdg_relative ? "; XDG_CACHE_HOME '" + std::string(xdg_env) + "' is relative, so ignored" : "";
-      memory_reason_ = home && *home
-                           ? "no cache folder (HOME '" + std::string(home) + "' is not a folder" + ignored +
-                                 "; set MORI_JIT_CACHE_DIR or XDG_CACHE_HOME)"
-                           : "no cache folder (neither MORI_JIT_CACHE_DIR nor HOME is set" + ignored + ")";
-    }
-  }
-  if (!root.empty()) {
-    std::error_code ec;
-    fs::create_directories(root, ec);
-    // A symlinked root (~/.mori/jit -> /scratch/jit) is followed: the checks apply to its target.
-    std::string real = root;
-    if (!ec) {
-      const fs::path canon = fs::canonical(root, ec);
-      if (!ec) real = canon.string();
-    }
-    spdlog::debug("jit: cache root {}{}", root, real == root ? "" : " -> " + real);
-    if (ec) {
-      memory_reason_ = "cannot create " + root + ": " + ec.message();
-    } else if (auto why = unsafe_reason(real); !why.empty()) {
-      memory_reason_ = "refusing cache folder " + root + ": " + why;
-    } else if (access(real.c_str(), W_OK) != 0) {
-      memory_reason_ = "cache folder " + root + " is not writable";
-    } else {
-      root_ = real + "/" + arch_ + "_" + platform_;
-      if (mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) {
-        memory_reason_ = "cannot create " + root_ + ": " + errno_name(errno);
-        root_.clear();
-      } else if (auto why2 = unsafe_reason(root_); !why2.empty()) {
-        memory_reason_ = "refusing cache folder " + root_ + ": " + why2;
-        root_.clear();
-      }
-    }
-  }
-  if (root_.empty()) spdlog::warn("jit: compiling in memory: {}", memory_reason_);
+  auto folder = detail::cache_folder(arch_, platform_, true);
+  root_ = std::move(folder.folder);
+  memory_reason_ = std::move(folder.why_not);
 }
 
 Jit::~Jit() = default;
@@ -337,106 +208,6 @@ std::string Jit::key_of(const KernelSpec& spec, const KernelSource& source) {
   return jit_key(spec, source, {compiler().name(), compiler().version(), compiler().identity()}, arch_,
                  platform_, options());
 }
-
-namespace {
-
-// Loads the cache entry into `out`; false where it is missing or unusable (an unusable one is moved aside).
-bool load_entry(const std::string& root, const std::string& entry, const KernelSpec& spec,
-                CompiledKernels& out) {
-  std::error_code ec;
-  if (!fs::exists(entry, ec)) return false;
-  std::string why = unsafe_reason(entry);
-  std::string image, names, manifest;
-  if (why.empty()) {
-    try {
-      image = read_file(entry + "/image.bin", kJitCacheFile);
-      names = read_file(entry + "/names.txt", kJitCacheFile);
-      manifest = read_file(entry + "/manifest", kJitCacheFile);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-  }
-  std::map<std::string, std::string> lowered;
-  if (why.empty() && manifest != manifest_text(image, names))
-    why = "size or hash does not match its manifest";
-  if (why.empty() && !parse_names(names, lowered)) why = "names.txt is malformed";
-  for (const auto& inst : spec.instantiations)
-    if (why.empty() && !lowered.count(inst)) why = "lacks " + inst;
-  if (!why.empty()) {
-    spdlog::warn("jit: cache entry {} is unusable ({}); rebuilding it", entry, why);
-    const std::string trash = root + "/.trash-" + random_suffix();
-    if (rename(entry.c_str(), trash.c_str()) == 0) fs::remove_all(trash, ec);
-    return false;
-  }
-  out.image.assign(image.begin(), image.end());
-  out.lowered = std::move(lowered);
-  return true;
-}
-
-// The per-key lock: one process compiles, the others wait (bounded by --timeout-s) and then load.
-class EntryLock {
- public:
-  EntryLock(const std::string& path, const std::string& file) : file_(path) {
-    wait(path, file);
-    spdlog::debug("jit: lock {} taken", path);
-  }
-  ~EntryLock() { flock(file_.fd(), LOCK_UN); }
-  EntryLock(const EntryLock&) = delete;
-  EntryLock& operator=(const EntryLock&) = delete;
-
- private:
-  void wait(const std::string& path, const std::string& file) {
-    const int fd = file_.fd();
-    const double bound = g_wait_bound_s;
-    const auto waiting_since = Clock::now();
-    bool said = false;
-    const bool locked = detail::poll_until(
-        [&] {
-          if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
-          if (errno != EWOULDBLOCK && errno != EINTR)
-            throw ApiError("flock(" + path + ")", __FILE__, __LINE__, errno_name(errno));
-          if (!said && Clock::now() - waiting_since > std::chrono::seconds(1)) {
-            spdlog::info("jit: waiting up to {} s for {} (held by {}, compiling {})", format_seconds(bound),
-                         path, lock_holder(fd), file);
-            said = true;
-          }
-          return false;
-        },
-        detail::deadline_after(bound), detail::Backoff::sleeping(std::chrono::milliseconds(2)));
-    if (!locked)
-      throw TimeoutError("jit: waited " + format_seconds(bound) + " s for the lock " + path + " held by " +
-                         lock_holder(fd) + " (another process compiling " + file +
-                         "); --timeout-s bounds it");
-  }
-
-  LockFile file_;
-};
-
-// Publishes a compiled entry: writes a private folder, then renames it into place in one step. A failure is a
-// warning: the kernels are compiled either way.
-void publish_entry(const std::string& root, const std::string& entry, const CompiledKernels& out,
-                   const std::string& file) {
-  const std::string tmp = root + "/.tmp-" + out.key + "-" + random_suffix();
-  try {
-    MORI_CHECK_POSIX(mkdir(tmp.c_str(), 0700));
-    const std::string names = names_text(out.lowered);
-    const std::string image(out.image.begin(), out.image.end());
-    write_file(tmp + "/image.bin", image);
-    write_file(tmp + "/names.txt", names);
-    const std::string manifest = manifest_text(image, names);
-    write_file(tmp + "/manifest", manifest);
-    if (rename(tmp.c_str(), entry.c_str()) != 0) {
-      std::error_code ec;
-      fs::remove_all(tmp, ec);  // someone else published first: theirs is as good as ours
-    }
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    spdlog::warn("jit: could not publish {} to the cache: {}", file, e.what());
-  }
-}
-
-}  // namespace
 
 CompiledKernels Jit::get(const KernelSpec& spec) {
   const bool verbose = env_on("MORI_JIT_VERBOSE");

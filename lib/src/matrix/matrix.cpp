@@ -1,3 +1,6 @@
+// The peer matrix's measurement (matrix.hpp; docs/mori-probe.md "Peer matrix"): each source rank writes,
+// reads and ping-pongs its pairs through one symmetric window; the rows are gathered in gather.cpp and
+// reported in report.cpp.
 #include "mori/symm/matrix/matrix.hpp"
 
 #include <sched.h>
@@ -11,10 +14,9 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <thread>
-#include <type_traits>
 
+#include "gather.hpp"
 #include "mori/symm/base/detail/fault.hpp"
 #include "mori/symm/base/detail/poll.hpp"
 #include "mori/symm/base/error.hpp"
@@ -30,11 +32,10 @@ namespace mori::symm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using detail::kNotMeasured;
 using detail::OwnedBuffer;
 using detail::OwnedEvent;
 using detail::OwnedStream;
-
-constexpr const char* kNotMeasured = "not measured";
 
 // What only the GPU runtime needs, each resource with its owner: the matrix kernels, a stream, the two events
 // that time it, and the ping-pong's round-trip times and result.
@@ -295,260 +296,7 @@ detail::WriteTarget write_target(Runtime& rt, int device) {
   return t;
 }
 
-// ---- The rows as they ride the allgather: fixed size, trivially copyable --------------------------------
-
-template <std::size_t N>
-void put_text(char (&dst)[N], const std::string& s) {
-  std::snprintf(dst, N, "%s", s.c_str());
-}
-
-template <std::size_t N>
-std::string get_text(const char (&src)[N]) {
-  return std::string(src, strnlen(src, N));
-}
-
-struct WireValue {
-  double value = 0;
-  std::int32_t has = 0;
-  char why_not[116] = {};
-};
-
-WireValue pack(const Measured& m) {
-  WireValue w;
-  w.has = m.value ? 1 : 0;
-  w.value = m.value.value_or(0);
-  put_text(w.why_not, m.value ? std::string() : m.why_not);
-  return w;
-}
-
-Measured unpack(const WireValue& w) {
-  if (w.has) return Measured::of(w.value);
-  const std::string why = get_text(w.why_not);
-  return Measured::none(why.empty() ? kNotMeasured : why);
-}
-
-struct WireWrite {
-  char variant[32] = {};
-  std::int32_t requested = 0, kernel = 0, fallback = 0, unroll = 0;
-  std::uint32_t blocks = 0, threads = 0, tile_bytes = 0;
-  std::int32_t verified = 0;
-  WireValue gbps, copy_engine_gbps;
-};
-
-WireWrite pack(const WriteMeasure& m) {
-  WireWrite w;
-  put_text(w.variant, m.kernel.variant);
-  w.requested = static_cast<std::int32_t>(m.kernel.requested);
-  w.kernel = static_cast<std::int32_t>(m.kernel.kernel);
-  w.fallback = static_cast<std::int32_t>(m.kernel.fallback);
-  w.unroll = m.kernel.unroll;
-  w.blocks = m.kernel.blocks;
-  w.threads = m.kernel.threads;
-  w.tile_bytes = m.kernel.tile_bytes;
-  w.verified = m.verified ? 1 : 0;
-  w.gbps = pack(m.gbps);
-  w.copy_engine_gbps = pack(m.copy_engine_gbps);
-  return w;
-}
-
-WriteMeasure unpack(const WireWrite& w) {
-  WriteMeasure m;
-  m.kernel.variant = get_text(w.variant);
-  m.kernel.requested = static_cast<WriteKernel>(w.requested);
-  m.kernel.kernel = static_cast<WriteKernel>(w.kernel);
-  m.kernel.fallback = static_cast<WriteFallback>(w.fallback);
-  m.kernel.unroll = w.unroll;
-  m.kernel.blocks = w.blocks;
-  m.kernel.threads = w.threads;
-  m.kernel.tile_bytes = w.tile_bytes;
-  m.verified = w.verified != 0;
-  m.gbps = unpack(w.gbps);
-  m.copy_engine_gbps = unpack(w.copy_engine_gbps);
-  return m;
-}
-
-struct WireRow {
-  std::int32_t src = 0, dst = 0, lsa = 0, timed_out = 0;
-  WireWrite write;
-  WireValue read_gbps, latency_us_p50;
-};
-static_assert(std::is_trivially_copyable_v<WireRow>);
-
-WireRow pack(const MatrixRow& r) {
-  WireRow w;
-  w.src = r.src;
-  w.dst = r.dst;
-  w.lsa = r.lsa ? 1 : 0;
-  w.timed_out = r.timed_out ? 1 : 0;
-  w.write = pack(r.write);
-  w.read_gbps = pack(r.read_gbps);
-  w.latency_us_p50 = pack(r.latency_us_p50);
-  return w;
-}
-
-MatrixRow unpack(const WireRow& w) {
-  MatrixRow r;
-  r.src = w.src;
-  r.dst = w.dst;
-  r.lsa = w.lsa != 0;
-  r.timed_out = w.timed_out != 0;
-  r.write = unpack(w.write);
-  r.read_gbps = unpack(w.read_gbps);
-  r.latency_us_p50 = unpack(w.latency_us_p50);
-  return r;
-}
-
-// Every rank's rows to every rank, in rank order: `slots` rows per rank (the most any rank measured), each
-// with `variants` write variants.
-std::vector<MatrixRow> gather_rows(Bootstrap& boot, const std::vector<MatrixRow>& mine,
-                                   std::size_t variants) {
-  const auto counts = boot.allgather_value("matrix.row-count", static_cast<std::uint64_t>(mine.size()));
-  const std::size_t slots = *std::max_element(counts.begin(), counts.end());
-  const auto world = static_cast<std::size_t>(boot.world());
-  std::vector<WireRow> rows(slots), all_rows(slots * world);
-  std::vector<WireWrite> vars(slots * variants), all_vars(slots * variants * world);
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    rows[i] = pack(mine[i]);
-    for (std::size_t k = 0; k < variants && k < mine[i].variants.size(); ++k)
-      vars[i * variants + k] = pack(mine[i].variants[k]);
-  }
-  if (slots) boot.allgather("matrix.rows", rows.data(), all_rows.data(), slots * sizeof(WireRow));
-  if (slots && variants)
-    boot.allgather("matrix.variants", vars.data(), all_vars.data(), vars.size() * sizeof(WireWrite));
-  std::vector<MatrixRow> out;
-  for (std::size_t r = 0; r < world; ++r)
-    for (std::size_t i = 0; i < counts[r]; ++i) {
-      out.push_back(unpack(all_rows[r * slots + i]));
-      for (std::size_t k = 0; k < variants; ++k)
-        out.back().variants.push_back(unpack(all_vars[(r * slots + i) * variants + k]));
-    }
-  return out;
-}
-
-Json value_or_null(const Measured& m) {
-  return m.value ? Json(*m.value) : Json(nullptr);
-}
-
-Json ratio_or_null(const std::optional<double>& x) {
-  return x ? Json(*x) : Json(nullptr);
-}
-
-// A value that was not measured adds its reason under `key`.
-void add_reason(Json& j, const char* key, const Measured& m) {
-  if (!m.value) j[key] = m.why_not.empty() ? kNotMeasured : m.why_not;
-}
-
 }  // namespace
-
-std::optional<double> WriteMeasure::over_copy_engine() const {
-  if (!gbps.value || !copy_engine_gbps.value || *copy_engine_gbps.value <= 0) return std::nullopt;
-  return *gbps.value / *copy_engine_gbps.value;
-}
-
-std::size_t PeerMatrix::writes_wrong() const noexcept {
-  std::size_t n = 0;
-  for (const auto& r : rows) {
-    n += r.write.verified ? 0 : 1;
-    for (const auto& v : r.variants) n += v.verified ? 0 : 1;
-  }
-  return n;
-}
-
-bool PeerMatrix::timed_out() const noexcept {
-  return std::any_of(rows.begin(), rows.end(), [](const MatrixRow& r) { return r.timed_out; });
-}
-
-Json to_json(const MatrixRow& r) {
-  Json row = {{"src", r.src},
-              {"dst", r.dst},
-              {"addressing", r.addressing()},
-              {"write_gbps", value_or_null(r.write.gbps)},
-              {"write_kernel", to_json(r.write.kernel)},
-              {"write_verified", r.write.verified},
-              {"read_gbps", value_or_null(r.read_gbps)},
-              {"copy_engine_write_gbps", value_or_null(r.write.copy_engine_gbps)},
-              {"write_over_copy_engine", ratio_or_null(r.write.over_copy_engine())},
-              {"latency_us_p50", value_or_null(r.latency_us_p50)},
-              {"link_gbps", value_or_null(r.link_gbps)}};
-  add_reason(row, "write_reason", r.write.gbps);
-  add_reason(row, "read_reason", r.read_gbps);
-  add_reason(row, "copy_engine_reason", r.write.copy_engine_gbps);
-  add_reason(row, "latency_reason", r.latency_us_p50);
-  add_reason(row, "link_reason", r.link_gbps);
-  if (!r.variants.empty()) {
-    Json vs = Json::array();
-    for (const auto& v : r.variants) {
-      Json j = to_json(v.kernel);
-      j["write_gbps"] = value_or_null(v.gbps);
-      j["copy_engine_write_gbps"] = value_or_null(v.copy_engine_gbps);
-      j["write_over_copy_engine"] = ratio_or_null(v.over_copy_engine());
-      j["verified"] = v.verified;
-      add_reason(j, "write_reason", v.gbps);
-      add_reason(j, "copy_engine_reason", v.copy_engine_gbps);
-      vs.push_back(j);
-    }
-    row["write_variants"] = vs;
-  }
-  if (r.timed_out) row["status"] = "timeout";
-  return row;
-}
-
-Json to_json(const PeerMatrix& m) {
-  Json rows = Json::array();
-  for (const auto& r : m.rows) rows.push_back(to_json(r));
-  return {{"bytes", m.bytes},
-          {"iterations", m.iterations},
-          {"rounds", m.rounds},
-          {"write_kernel", detail::request_json(m.request)},
-          {"writes_wrong", m.writes_wrong()},
-          {"rows", rows}};
-}
-
-std::string format_matrix(const PeerMatrix& m) {
-  const auto num = [](const std::optional<double>& v, const char* fmt) {
-    if (!v) return std::string("-");
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), fmt, *v);
-    return std::string(buf);
-  };
-  const auto line = [](std::string& out, const char* fmt, auto... args) {
-    char buf[512];
-    std::snprintf(buf, sizeof(buf), fmt, args...);
-    out += buf;
-  };
-  std::string out;
-  line(out, "peer matrix (%s MiB, p50 latency of %d round trips / 2):\n",
-       num(static_cast<double>(m.bytes) / (1 << 20), "%.1f").c_str(), m.rounds);
-  line(out, "  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s\n", "src->dst", "addr", "write kernel",
-       "write GB/s", "read GB/s", "CE write", "write/CE", "lat us", "link GB/s");
-  std::set<std::string> notes;
-  for (const auto& r : m.rows) {
-    const std::string pair = std::to_string(r.src) + "->" + std::to_string(r.dst);
-    const Json wk = to_json(r.write.kernel);
-    if (wk.contains("fallback"))
-      notes.insert(r.write.kernel.variant + ": " + wk["fallback"].get<std::string>());
-    line(out, "  %-9s %-4s %-16s %12s %12s %12s %8s %12s %12s%s%s\n", pair.c_str(), r.addressing(),
-         r.write.kernel.variant.c_str(), num(r.write.gbps.value, "%.1f").c_str(),
-         num(r.read_gbps.value, "%.1f").c_str(), num(r.write.copy_engine_gbps.value, "%.1f").c_str(),
-         num(r.write.over_copy_engine(), "%.3f").c_str(), num(r.latency_us_p50.value, "%.1f").c_str(),
-         num(r.link_gbps.value, "%.1f").c_str(), r.timed_out ? "  TIMEOUT" : "",
-         r.write.verified ? "" : "  WRONG");
-  }
-  for (const auto& n : notes) out += "  note: " + n + "\n";
-  if (m.rows.empty() || m.rows[0].variants.empty()) return out;
-  out += "write kernels against the copy engine (CE), timed interleaved:\n";
-  line(out, "  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", "src->dst", "addr", "variant", "ran", "write GB/s",
-       "CE GB/s", "write/CE", "check");
-  for (const auto& r : m.rows) {
-    const std::string pair = std::to_string(r.src) + "->" + std::to_string(r.dst);
-    for (const auto& x : r.variants)
-      line(out, "  %-9s %-4s %-20s %-8s %12s %12s %8s %s\n", pair.c_str(), r.addressing(),
-           x.kernel.variant.c_str(), to_string(x.kernel.kernel), num(x.gbps.value, "%.1f").c_str(),
-           num(x.copy_engine_gbps.value, "%.1f").c_str(), num(x.over_copy_engine(), "%.3f").c_str(),
-           x.verified ? "ok" : "WRONG");
-  }
-  return out;
-}
 
 std::vector<std::pair<int, int>> matrix_pairs(const Bootstrap& boot, int sample) {
   std::vector<std::pair<int, int>> all;
@@ -612,7 +360,7 @@ PeerMatrix peer_matrix(Bootstrap& boot, Runtime& rt, int device, HandleType ht, 
   m.iterations = o.iterations;
   m.rounds = o.rounds;
   m.request = o.write;
-  m.rows = gather_rows(boot, mine, variants);
+  m.rows = detail::gather_rows(boot, mine, variants);
   for (auto& r : m.rows) {
     std::string why;
     const Json link = link_gbps(rt, devices[static_cast<std::size_t>(r.src)],

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/jit/detail/kernel_abi.hpp"
 #include "mori/symm/jit/jit.hpp"
@@ -11,7 +12,10 @@
 namespace mori::symm {
 namespace {
 
-constexpr const char* kKernelNames = "auto, plain, stream, bulk, bulk-tma, all";
+// Every write kernel's name, in the order of the accepted values of --write-kernel.
+constexpr EnumName<WriteKernel> kWriteKernels[] = {
+    {WriteKernel::auto_select, "auto"}, {WriteKernel::plain, "plain"},       {WriteKernel::stream, "stream"},
+    {WriteKernel::bulk, "bulk"},        {WriteKernel::bulk_tma, "bulk-tma"}, {WriteKernel::all, "all"}};
 // What auto runs (the kernel measured before the write kernels had variants).
 constexpr WriteKernel kAutoKernel = WriteKernel::plain;
 
@@ -33,28 +37,12 @@ int small_number(const std::string& s, int max) {
 }  // namespace
 
 WriteKernel parse_write_kernel(const std::string& s) {
-  for (auto k : {WriteKernel::auto_select, WriteKernel::plain, WriteKernel::stream, WriteKernel::bulk,
-                 WriteKernel::bulk_tma, WriteKernel::all})
-    if (s == to_string(k)) return k;
-  throw UsageError("--write-kernel: unknown value '" + s + "' (accepted: " + kKernelNames + ")");
+  if (const auto k = enum_value(kWriteKernels, s)) return *k;
+  throw UsageError("--write-kernel: unknown value '" + s + "' (accepted: " + enum_names(kWriteKernels) + ")");
 }
 
 const char* to_string(WriteKernel k) noexcept {
-  switch (k) {
-    case WriteKernel::auto_select:
-      return "auto";
-    case WriteKernel::plain:
-      return "plain";
-    case WriteKernel::stream:
-      return "stream";
-    case WriteKernel::bulk:
-      return "bulk";
-    case WriteKernel::bulk_tma:
-      return "bulk-tma";
-    case WriteKernel::all:
-      return "all";
-  }
-  return "?";
+  return enum_name(kWriteKernels, k);
 }
 
 void parse_write_blocks(const std::string& s, WriteKernelOptions& o) {

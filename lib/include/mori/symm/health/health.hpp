@@ -2,7 +2,7 @@
 // matrix, NVML and a short all-to-all measured.
 //
 // Every function here is pure, in the manner of doctor.hpp: facts in, checks out, so that each verdict can be
-// produced in a unit test. Gathering the facts (the matrix, NVML counters, the all-to-all) is the tool's.
+// produced in a unit test. Gathering the facts (NVML counters, the all-to-all) is gather.hpp's.
 #pragma once
 
 #include <optional>
@@ -50,7 +50,7 @@ struct PairFact {
   bool timed_out = false;
   std::string
       write_kernel;  // the kernel the row's write ran, as the matrix recorded it: "plain/4x/u4 (ran plain)"
-  // Filled by the tool from the ranks' facts and NVML (empty / -1 where unknown).
+  // Filled from the ranks' facts and NVML (gather.hpp; empty / -1 where unknown).
   std::string src_pci, dst_pci;
   int links = -1;  // NVLink links between the two GPUs (0: none, -1: unknown)
 };

@@ -1,0 +1,239 @@
+// What mori-probe --health judges, gathered across the measurement (health/gather.hpp; docs/mori-probe.md
+// "Health"): NVLink and Xid from NVML before and after, the short all-to-all, and the checks of health.hpp
+// over them, the peer matrix and the doctor's diagnoses.
+#include "mori/symm/health/gather.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/base/error.hpp"
+#include "mori/symm/bringup/doctor.hpp"
+#include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/comm/bootstrap.hpp"
+#include "mori/symm/platform/detail/nvml.hpp"
+
+namespace mori::symm {
+namespace {
+
+// One device's NVLink state as it rides an allgather (fixed size).
+struct LinkRaw {
+  char pci[32] = {};
+  char why[160] = {};
+  std::int32_t known = 0, up = 0, down = 0;
+  std::int32_t replay_known = 0, crc_known = 0, xid_known = 0, xid = 0;
+  std::uint64_t replay = 0, crc = 0;
+};
+
+void copy_text(char* dst, std::size_t n, const std::string& s) {
+  std::snprintf(dst, n, "%s", s.c_str());
+}
+
+LinkRaw read_links(Runtime& rt, int device, detail::XidWatch* xid) {
+  LinkRaw r;
+  if (rt.platform() == Platform::host) {
+    copy_text(r.pci, sizeof(r.pci), "host");
+    copy_text(r.why, sizeof(r.why), "host runtime: no NVML");
+    return r;
+  }
+  const std::string pci = rt.device_info(device).pci_bus_id;
+  copy_text(r.pci, sizeof(r.pci), pci);
+  const auto nv = detail::nvml_device(pci);
+  if (!nv.found || !nv.nvlink_known) {
+    copy_text(r.why, sizeof(r.why), nv.found ? nv.nvlink_why : nv.why);
+    return r;
+  }
+  r.known = 1;
+  r.up = nv.nvlink_active;
+  r.down = nv.nvlink_inactive;
+  if (nv.replay_errors) r.replay_known = 1, r.replay = *nv.replay_errors;
+  if (nv.crc_errors) r.crc_known = 1, r.crc = *nv.crc_errors;
+  if (xid) {
+    std::string why;
+    if (auto n = xid->events(&why)) r.xid_known = 1, r.xid = *n;
+  }
+  return r;
+}
+
+LinkSnapshot snapshot(const LinkRaw& r) {
+  LinkSnapshot s;
+  s.known = r.known != 0;
+  s.why = r.why;
+  s.links_up = r.up;
+  s.links_down = r.down;
+  if (r.replay_known) s.replay_errors = r.replay;
+  if (r.crc_known) s.crc_errors = r.crc;
+  if (r.xid_known) s.xid_events = r.xid;
+  return s;
+}
+
+// NVLink links between the GPUs of two ranks of this rank's node (-1 unknown), from the link rate NVML gives.
+int links_between(Runtime& rt, const RankFacts& a, const RankFacts& b) {
+  if (rt.platform() == Platform::host) return -1;
+  std::string why;
+  const Json g = link_gbps(rt, a.device, b.device, &why);
+  if (g.is_null()) return why.rfind("no active NVLink", 0) == 0 ? 0 : -1;
+  const auto nv = detail::nvml_device(a.pci_bus_id);
+  return nv.link_mbps ? static_cast<int>(std::lround(g.get<double>() / (nv.link_mbps / 1000.0))) : -1;
+}
+
+std::string device_name(const Json& nodes, int node, int device) {
+  for (const auto& n : nodes)
+    if (n["node"] == node)
+      for (const auto& d : n["devices"])
+        if (d["index"] == device) return d["name"].get<std::string>();
+  return "unknown";
+}
+
+// The short all-to-all: one chunk, pointer addressing, device sync (host sync where ranks time-slice a GPU).
+std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const std::vector<RankFacts>& facts,
+                                const std::optional<HandleType>& handle_type) {
+  const bool host = rt.platform() == Platform::host;
+  A2aFact f;
+  f.world = boot.world();
+  if (boot.world() < 2) {
+    f.not_run = "one rank: no peers";
+    return {f};
+  }
+  std::map<std::string, int> per_gpu;
+  bool all_mps = true;
+  for (const auto& r : facts) {
+    ++per_gpu[std::string(r.host) + "/" + r.pci_bus_id];
+    all_mps = all_mps && r.mps == 1;
+  }
+  bool shared = false;
+  for (const auto& [k, n] : per_gpu) shared = shared || n > 1;
+  A2aConfig cfg;
+  // On the host runtime (CPU copies, no performance) the job moves at most 64 MiB an iteration, world^2
+  // chunks, so that a rack-sized job stays cheap; a GPU keeps the 16 MiB its expectations are measured at.
+  const std::size_t world2 = static_cast<std::size_t>(boot.world()) * static_cast<std::size_t>(boot.world());
+  const std::size_t host_chunk = std::clamp<std::size_t>((std::size_t(64) << 20) / world2 / 16 * 16,
+                                                         std::size_t(4) << 10, std::size_t(1) << 20);
+  cfg.chunks = {host ? host_chunk : std::size_t(16) << 20};
+  cfg.addressing = {Addressing::ptr};
+  cfg.syncs = {!host && shared && !all_mps ? SyncMode::host : SyncMode::device};
+  cfg.warmup = 2;
+  cfg.iters = 20;
+  cfg.handle_type = handle_type;
+  try {
+    validate_a2a(cfg, boot.world(), host ? 0 : rt.device_info(device).memory_bytes, host);
+  } catch (const UsageError& e) {
+    f.not_run = e.what();
+    return {f};
+  }
+  A2aBench bench(rt, boot, device, cfg);
+  const auto rs = bench.run([](const std::string&) {});
+  bench.finish();
+  std::vector<A2aFact> out;
+  for (const auto& r : rs) {
+    A2aFact x;
+    x.ran = true;
+    x.world = boot.world();
+    x.chunk_bytes = r.chunk_bytes;
+    x.sync = to_string(r.sync);
+    x.graph = r.graph;
+    x.agg_bw_gbps = r.agg_bw_gbps;
+    x.wrong = r.wrong;
+    out.push_back(x);
+  }
+  return out;
+}
+
+void append(std::vector<HealthCheck>& out, const std::vector<HealthCheck>& more) {
+  out.insert(out.end(), more.begin(), more.end());
+}
+
+// The peer matrix, per node (load/store team): the pairs against each other and against the expectations.
+// Sets *over_nvlink where a pair of this rank's node has NVLink links.
+std::vector<HealthCheck> pair_checks(Bootstrap& boot, Runtime& rt, const Json& nodes,
+                                     const PeerMatrix& matrix, const std::vector<RankFacts>& facts,
+                                     const Expectations& expectations, bool* over_nvlink) {
+  const bool host = rt.platform() == Platform::host;
+  std::vector<HealthCheck> out;
+  std::map<int, std::vector<PairFact>> by_node;
+  for (auto r : pair_facts(matrix)) {
+    const auto& s = facts[static_cast<std::size_t>(r.src)];
+    const auto& d = facts[static_cast<std::size_t>(r.dst)];
+    if (!host) {
+      r.src_pci = s.pci_bus_id;
+      r.dst_pci = d.pci_bus_id;
+    }
+    if (s.node == boot.node_of(boot.rank())) r.links = links_between(rt, s, d);
+    *over_nvlink = *over_nvlink || r.links > 0;
+    by_node[s.node].push_back(r);
+  }
+  for (const auto& [node, rows] : by_node) {
+    int ranks = 0;
+    std::set<std::string> gpus;
+    for (const auto& f : facts)
+      if (f.node == node) ++ranks, gpus.insert(f.pci_bus_id);
+    const auto placement = placement_of(ranks, static_cast<int>(gpus.size()), host);
+    append(out, check_pairs(rows, placement, host ? host_outlier_limits() : OutlierLimits{}));
+    const auto& src = facts[static_cast<std::size_t>(rows.front().src)];
+    append(out, check_expectations(rows, device_name(nodes, node, src.device), host, expectations));
+  }
+  return out;
+}
+
+// NVLink and Xid per GPU (each GPU once).
+std::vector<HealthCheck> link_checks(Bootstrap& boot, const std::vector<RankFacts>& facts,
+                                     const std::vector<HealthGather::RankLinks>& before,
+                                     const std::vector<HealthGather::RankLinks>& after) {
+  std::vector<DeviceLinks> links;
+  std::set<std::string> seen;
+  int gpus_on_node = 0;
+  for (std::size_t r = 0; r < before.size(); ++r) {
+    const std::string key = std::string(facts[r].host) + "/" + before[r].pci;
+    if (!seen.insert(key).second) continue;
+    if (facts[r].node == boot.node_of(boot.rank())) ++gpus_on_node;
+    links.push_back({before[r].pci, before[r].links, after[r].links});
+  }
+  return check_links(links, gpus_on_node);
+}
+
+}  // namespace
+
+HealthGather::HealthGather(Bootstrap& boot, Runtime& rt, int device) : boot_(boot), rt_(rt), device_(device) {
+  if (rt.platform() != Platform::host)
+    xid_ = std::make_unique<detail::XidWatch>(rt.device_info(device).pci_bus_id);
+  before_ = read_all("health.links.before", nullptr);
+}
+
+HealthGather::~HealthGather() = default;
+
+std::vector<HealthGather::RankLinks> HealthGather::read_all(const char* name, detail::XidWatch* xid) {
+  std::vector<RankLinks> out;
+  for (const auto& r : boot_.allgather_value(name, read_links(rt_, device_, xid)))
+    out.push_back({r.pci, snapshot(r)});
+  return out;
+}
+
+std::vector<HealthCheck> HealthGather::finish(const Json& report, const PeerMatrix& matrix,
+                                              const std::vector<RankFacts>& facts,
+                                              const std::optional<HandleType>& handle_type,
+                                              const Expectations& expectations) {
+  const auto a2a = matrix.timed_out() ? std::vector<A2aFact>{{false, "the peer matrix timed out",
+                                                              boot_.world(), 0, "", false, std::nullopt, 0}}
+                                      : health_a2a(boot_, rt_, device_, facts, handle_type);
+  const auto after = read_all("health.links.after", xid_.get());
+  const bool host = rt_.platform() == Platform::host;
+  std::vector<HealthCheck> out = check_diagnoses(report["diagnoses"]);
+  bool over_nvlink = false;
+  append(out, pair_checks(boot_, rt_, report["nodes"], matrix, facts, expectations, &over_nvlink));
+  append(out, link_checks(boot_, facts, before_, after));
+  append(out, check_a2a(a2a));
+  std::set<std::string> gpus;
+  for (const auto& f : facts) gpus.insert(std::string(f.host) + "/" + f.pci_bus_id);
+  const std::string ic = host                         ? "host"
+                         : gpus.size() < facts.size() ? "same-device"
+                         : over_nvlink                ? "nvlink"
+                                                      : "peer";
+  append(out, check_a2a_expectations(a2a, device_name(report["nodes"], facts[0].node, facts[0].device), ic,
+                                     expectations));
+  return out;
+}
+
+}  // namespace mori::symm
