@@ -42,21 +42,6 @@ const char* to_string(Addressing a) noexcept;
 const char* to_string(SyncMode s) noexcept;
 const char* to_string(Protocol p) noexcept;
 
-// --handle-type as the all-to-all takes it: a std::optional<HandleType>, parsed once where the option is
-// read; none = auto, chosen by trying (resolve_handle_type). Assigning the option's text ("auto", "posix_fd",
-// "fabric") parses it with parse_handle_choice (UsageError for another), for a caller that still holds the
-// text.
-struct A2aHandleChoice : std::optional<HandleType> {
-  A2aHandleChoice() = default;
-  A2aHandleChoice(std::nullopt_t) {}
-  A2aHandleChoice(std::optional<HandleType> choice) : std::optional<HandleType>(choice) {}
-  A2aHandleChoice(HandleType type) : std::optional<HandleType>(type) {}
-  A2aHandleChoice& operator=(const std::string& text) {
-    std::optional<HandleType>::operator=(parse_handle_choice(text));
-    return *this;
-  }
-};
-
 struct A2aConfig {
   std::vector<std::size_t> chunks;  // bytes per (source, destination) pair
   std::vector<Addressing> addressing = {Addressing::ptr, Addressing::lsa};
@@ -75,8 +60,8 @@ struct A2aConfig {
   int verify_epochs =
       4;  // back-to-back verified iterations per configuration (graph: captured, replayed twice)
   double skew_us = -1;  // delay of odd ranks before each verified push; < 0 = the backend's default
-  bool allow_time_slicing = false;  // device sync on ranks that share a GPU without MPS
-  A2aHandleChoice handle_type;      // --handle-type; none = auto (chosen by trying)
+  bool allow_time_slicing = false;        // device sync on ranks that share a GPU without MPS
+  std::optional<HandleType> handle_type;  // --handle-type; none = auto (chosen by trying)
   std::size_t stride_quantum = 0;
 };
 
