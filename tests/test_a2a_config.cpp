@@ -209,12 +209,12 @@ TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
   DeviceInfo a, b;
   a.pci_bus_id = "0000:19:00.0";
   b.pci_bus_id = "0000:3b:00.0";
-  auto two_gpus = detail::placement_of(
+  auto two_gpus = detail::device_placement_of(
       {detail::rank_place(0, a, 0, true, false), detail::rank_place(0, b, 0, true, false)}, false);
   EXPECT_FALSE(two_gpus.all_one_device);
   EXPECT_TRUE(two_gpus.one_rank_per_device);
   EXPECT_EQ(two_gpus.max_ranks_per_device, 1);
-  auto one_gpu = detail::placement_of(
+  auto one_gpu = detail::device_placement_of(
       {detail::rank_place(0, a, 0, true, false), detail::rank_place(0, a, 1, false, false)}, false);
   EXPECT_TRUE(one_gpu.all_one_device);
   EXPECT_EQ(one_gpu.max_ranks_per_device, 2);
@@ -226,21 +226,22 @@ TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
   EXPECT_EQ(detail::device_identity(none, 1), detail::device_identity(none, 1));
 }
 
-// One source for "same GPU" (docs/mori-a2a.md "Placement"): the node of the load/store team (the bootstrap's
-// shared-memory split, after --node-id / MORI_NODE_ID) with the PCI bus id. At 56d7911 the node was a hash
-// of the host name, so ranks on one GPU in containers with their own host names (or any other disagreement
-// with the team split) were taken as one rank per GPU and skipped the residency rule for programmatic
-// launches. The identity now has no host-name input at all: two ranks of one team on the fake runtime's one
-// GPU are one device, whatever their host names; ranks of two teams (two nodes) with the same bus id are two.
+// One source for "same GPU" (docs/mori-a2a.md "DevicePlacement"): the node of the load/store team (the
+// bootstrap's shared-memory split, after --node-id / MORI_NODE_ID) with the PCI bus id. At 56d7911 the node
+// was a hash of the host name, so ranks on one GPU in containers with their own host names (or any other
+// disagreement with the team split) were taken as one rank per GPU and skipped the residency rule for
+// programmatic launches. The identity now has no host-name input at all: two ranks of one team on the fake
+// runtime's one GPU are one device, whatever their host names; ranks of two teams (two nodes) with the same
+// bus id are two.
 TEST(A2aPlacement, SameGpuIsTheTeamNodeAndTheBusId) {
   mori::symm::testing::FakeRuntime rt;
   const DeviceInfo info = rt.device_info(0);
-  const auto one_team = detail::placement_of(
+  const auto one_team = detail::device_placement_of(
       {detail::rank_place(0, info, 0, true, false), detail::rank_place(0, info, 0, true, false)}, false);
   EXPECT_TRUE(one_team.all_one_device);
   EXPECT_FALSE(one_team.one_rank_per_device);
   EXPECT_EQ(one_team.max_ranks_per_device, 2);
-  const auto two_nodes = detail::placement_of(
+  const auto two_nodes = detail::device_placement_of(
       {detail::rank_place(0, info, 0, true, false), detail::rank_place(1, info, 0, true, false)}, false);
   EXPECT_FALSE(two_nodes.all_one_device);
   EXPECT_TRUE(two_nodes.one_rank_per_device);
@@ -282,7 +283,7 @@ TEST(A2aPlacement, LinkRatesAreAskedByBusId) {
 
 // MIG instances report their parent GPU's PCI bus id: two ranks on two instances would be one device. They
 // are detected (CUDA_VISIBLE_DEVICES names MIG- devices, or NVML says MIG mode is on) and refused with exit 2
-// and a message that says why (docs/mori-a2a.md "Placement").
+// and a message that says why (docs/mori-a2a.md "DevicePlacement").
 TEST(A2aPlacement, MigInstancesAreDetectedAndRefused) {
   mori::symm::testing::FakeRuntime rt;  // CUDA's platform, both instances at the parent's bus id
   const DeviceInfo info = rt.device_info(0);
@@ -293,7 +294,7 @@ TEST(A2aPlacement, MigInstancesAreDetectedAndRefused) {
   EXPECT_FALSE(detail::mig_instance(rt.platform(), "GPU-1f2e3d4c,1", 0));
   EXPECT_FALSE(detail::mig_instance(rt.platform(), nullptr, -1));
   EXPECT_FALSE(detail::mig_instance(Platform::host, two, 1));
-  const auto pl = detail::placement_of(
+  const auto pl = detail::device_placement_of(
       {detail::rank_place(0, info, 0, true, true), detail::rank_place(0, info, 0, true, true)}, false);
   EXPECT_EQ(pl.mig_ranks, (std::vector<int>{0, 1}));
   try {
@@ -304,5 +305,5 @@ TEST(A2aPlacement, MigInstancesAreDetectedAndRefused) {
     EXPECT_NE(std::string(e.what()).find("parent GPU's PCI bus id"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(
-      detail::refuse_mig(detail::placement_of({detail::rank_place(0, info, 0, true, false)}, false)));
+      detail::refuse_mig(detail::device_placement_of({detail::rank_place(0, info, 0, true, false)}, false)));
 }

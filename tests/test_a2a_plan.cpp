@@ -69,7 +69,7 @@ A2aFacts facts_of(const std::vector<Rank>& ranks, Platform platform = Platform::
   for (const auto& r : ranks) all.push_back(detail::rank_place(r.node, r.dev, r.ordinal, r.mps, r.mig));
   A2aFacts f;
   f.platform = platform;
-  f.placement = detail::placement_of(all, platform == Platform::host);
+  f.placement = detail::device_placement_of(all, platform == Platform::host);
   f.placement.link_gbps = link_gbps;
   if (link_gbps > 0) f.placement.link_source = "NVLink (test)";
   f.device = ranks.at(0).dev;
@@ -223,7 +223,7 @@ TEST(A2aPlan, FourRanksOverTwoH200s) {
 
 // Per-rank CUDA_VISIBLE_DEVICES: every rank sees its GPU as ordinal 0, and the PCI bus ids tell them apart
 // (a2a/detail/placement.hpp), so the plan is that of 8 distinct H200s, with the links' rate read by PCI id
-// (docs/mori-a2a.md "Placement").
+// (docs/mori-a2a.md "DevicePlacement").
 TEST(A2aPlan, PerRankVisibleDevices) {
   const A2aFacts f = facts_of(distinct_h200s(8, true), Platform::cuda, 450);
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_rank_per_gpu");
@@ -241,7 +241,7 @@ TEST(A2aPlan, HostNamesDifferOnOneGpu) {
   expect_case(f, "h200-host-names-differ-2");
 }
 
-// Two MIG instances of one GPU: refused before any plan (docs/mori-a2a.md "Placement", exit 2).
+// Two MIG instances of one GPU: refused before any plan (docs/mori-a2a.md "DevicePlacement", exit 2).
 TEST(A2aPlan, TwoMigInstancesAreRefused) {
   std::vector<Rank> r = {{0, h200(pci(0)), 0, false, true}, {0, h200(pci(0)), 1, false, true}};
   const A2aFacts f = facts_of(r);

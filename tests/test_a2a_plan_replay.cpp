@@ -238,7 +238,7 @@ A2aFacts facts_of(const RecordedRun& run) {
                                      e.value("mps", false), false));
     if (all.size() == 1) f.device = d;
   }
-  f.placement = detail::placement_of(all, f.platform == Platform::host);
+  f.placement = detail::device_placement_of(all, f.platform == Platform::host);
   const std::string arch = meta.at("jit").at("arch").get<std::string>();
   f.cache_hints = arch_has_l2_cache_hints(arch);
   const Json env = meta.value("env", Json::object());

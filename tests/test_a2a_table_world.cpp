@@ -28,7 +28,7 @@ A2aFacts h200_facts(int n, bool distinct) {
     all.push_back(detail::rank_place(0, d, distinct ? i : 0, !distinct, false));
   }
   A2aFacts f;
-  f.placement = detail::placement_of(all, false);
+  f.placement = detail::device_placement_of(all, false);
   f.device = d;
   f.cache_hints = true;
   f.resident_blocks = [](const detail::PushSpec&) { return 4L * 132; };

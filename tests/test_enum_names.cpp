@@ -46,7 +46,7 @@ TEST(EnumNames, ToStringOfTheTables) {
   EXPECT_STREQ(to_string(PlacementClass::one_gpu), "one_gpu");
   EXPECT_STREQ(to_string(static_cast<PlacementClass>(99)), "several_ranks_per_gpu");
   EXPECT_STREQ(to_string(Verdict::no_reference), "no_reference");
-  EXPECT_STREQ(to_string(Placement::shared_device), "ranks sharing one GPU");
+  EXPECT_STREQ(to_string(NodeLayout::shared_device), "ranks sharing one GPU");
   EXPECT_STREQ(to_string(WriteKernel::bulk_tma), "bulk-tma");
   for (auto k : {WriteKernel::auto_select, WriteKernel::plain, WriteKernel::stream, WriteKernel::bulk,
                  WriteKernel::bulk_tma, WriteKernel::all})

@@ -63,15 +63,15 @@ Json h200_write_ratio() {
 }  // namespace
 
 TEST(Health, PlacementFromRanksAndDevices) {
-  EXPECT_EQ(placement_of(4, 1, true), Placement::host);
-  EXPECT_EQ(placement_of(4, 1, false), Placement::shared_device);
-  EXPECT_EQ(placement_of(2, 2, false), Placement::two_devices);
-  EXPECT_EQ(placement_of(8, 8, false), Placement::several_devices);
-  EXPECT_EQ(placement_of(8, 4, false), Placement::shared_device);
+  EXPECT_EQ(node_layout_of(4, 1, true), NodeLayout::host);
+  EXPECT_EQ(node_layout_of(4, 1, false), NodeLayout::shared_device);
+  EXPECT_EQ(node_layout_of(2, 2, false), NodeLayout::two_devices);
+  EXPECT_EQ(node_layout_of(8, 8, false), NodeLayout::several_devices);
+  EXPECT_EQ(node_layout_of(8, 4, false), NodeLayout::shared_device);
 }
 
 TEST(Health, EvenNodePasses) {
-  const auto c = check_pairs(even(4), Placement::several_devices, OutlierLimits{});
+  const auto c = check_pairs(even(4), NodeLayout::several_devices, OutlierLimits{});
   EXPECT_EQ(count(c, Verdict::fail), 0);
   EXPECT_EQ(count(c, Verdict::warn), 0);
   EXPECT_FALSE(has_failure(c));
@@ -83,7 +83,7 @@ TEST(Health, DegradedPairFailsAndIsNamed) {
   auto rows = even(4);
   for (auto& r : rows)
     if (r.src == 1 && r.dst == 2) r.write_gbps = 0.80 * 350, r.links = 12;
-  const auto c = check_pairs(rows, Placement::several_devices, OutlierLimits{});
+  const auto c = check_pairs(rows, NodeLayout::several_devices, OutlierLimits{});
   const auto* x = find_check(c, "pair.write_gbps", "1->2 ptr");
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->verdict, Verdict::fail);
@@ -98,7 +98,7 @@ TEST(Health, ThresholdsWarnThenFail) {
   rows[0].read_gbps = 0.90 * 350;   // below 0.92: warn
   rows[1].latency_us = 1.6 / 0.90;  // above 1/0.92: warn
   rows[2].latency_us = 1.6 / 0.80;  // above 1/0.85: fail
-  const auto c = check_pairs(rows, Placement::several_devices, OutlierLimits{});
+  const auto c = check_pairs(rows, NodeLayout::several_devices, OutlierLimits{});
   EXPECT_EQ(find_check(c, "pair.read_gbps", "0->1 ptr")->verdict, Verdict::warn);
   EXPECT_EQ(find_check(c, "pair.latency_us", "0->2 ptr")->verdict, Verdict::warn);
   EXPECT_EQ(find_check(c, "pair.latency_us", "1->0 ptr")->verdict, Verdict::fail);
@@ -107,7 +107,7 @@ TEST(Health, ThresholdsWarnThenFail) {
 
 TEST(Health, TwoGpusCompareTheDirections) {
   std::vector<PairFact> rows = {row(0, 1, 350, 350, 1.6), row(1, 0, 280, 350, 1.6)};
-  const auto c = check_pairs(rows, Placement::two_devices, OutlierLimits{});
+  const auto c = check_pairs(rows, NodeLayout::two_devices, OutlierLimits{});
   const auto* w = find_check(c, "pair.write_gbps", "0<->1 ptr");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->verdict, Verdict::fail);
@@ -121,7 +121,7 @@ TEST(Health, HostRuntimeOnlyGrossOutliersAndLatencyNeverFails) {
   rows[0].write_gbps = 5;    // 0.5 x: noise on shared cores, passes
   rows[1].latency_us = 500;  // 100 x: at most a warning
   rows[2].read_gbps = 0.3;   // 0.03 x: fails
-  const auto c = check_pairs(rows, Placement::host, host_outlier_limits());
+  const auto c = check_pairs(rows, NodeLayout::host, host_outlier_limits());
   EXPECT_EQ(find_check(c, "pair.write_gbps", "0->1 ptr")->verdict, Verdict::pass);
   EXPECT_EQ(find_check(c, "pair.latency_us", "0->2 ptr")->verdict, Verdict::warn);
   const auto* r = find_check(c, "pair.read_gbps", "0->3 ptr");
@@ -133,7 +133,7 @@ TEST(Health, WrongWriteAndTimeoutFail) {
   auto rows = even(3);
   rows[1].verified = false;
   rows[2].timed_out = true;
-  const auto c = check_pairs(rows, Placement::several_devices, OutlierLimits{});
+  const auto c = check_pairs(rows, NodeLayout::several_devices, OutlierLimits{});
   EXPECT_EQ(find_check(c, "pair.writes_verified", "every pair")->verdict, Verdict::fail);
   EXPECT_EQ(find_check(c, "pair.pingpongs_answered", "every pair")->verdict, Verdict::fail);
 }
@@ -358,7 +358,7 @@ TEST(Health, CommittedExpectationsParseAndCiteTheirSources) {
 TEST(Health, FormatListsWhatDidNotPassAndCounts) {
   auto rows = even(3);
   rows[0].write_gbps = 100;
-  const auto s = format_health(check_pairs(rows, Placement::several_devices, OutlierLimits{}));
+  const auto s = format_health(check_pairs(rows, NodeLayout::several_devices, OutlierLimits{}));
   EXPECT_NE(s.find("fail  pair.write_gbps  0->1 ptr"), std::string::npos) << s;
   EXPECT_NE(s.find("pair.write_gbps: 5 pass 1 fail"), std::string::npos) << s;
   const Json j = to_json(check_diagnoses(Json::array()));

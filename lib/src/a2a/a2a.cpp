@@ -48,15 +48,15 @@ std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string
 // Which ranks share a device, whether MPS serves them, which run on MIG instances: one allgather. "Same GPU"
 // is (the node of the load/store team, the device's PCI bus id): the team and the placement come from one
 // source (a2a/detail/placement.hpp).
-detail::Placement find_placement(Runtime& rt, Bootstrap& boot, const DeviceInfo& info, int device,
-                                 bool host_runtime, bool* time_sliced) {
+detail::DevicePlacement find_placement(Runtime& rt, Bootstrap& boot, const DeviceInfo& info, int device,
+                                       bool host_runtime, bool* time_sliced) {
   const bool cuda = rt.platform() == Platform::cuda;
   const int nvml_mig = cuda && !info.pci_bus_id.empty() ? detail::nvml_device(info.pci_bus_id).mig_mode : -1;
   const bool mig = detail::mig_instance(rt.platform(), std::getenv("CUDA_VISIBLE_DEVICES"), nvml_mig);
   const detail::RankPlace mine =
       detail::rank_place(boot.node_of(boot.rank()), info, device, mps_active(), mig);
-  const detail::Placement pl =
-      detail::placement_of(boot.allgather_value("a2a.placement", mine), host_runtime);
+  const detail::DevicePlacement pl =
+      detail::device_placement_of(boot.allgather_value("a2a.placement", mine), host_runtime);
   *time_sliced = !host_runtime && pl.max_ranks_per_device > 1 && pl.any_without_mps;
   return pl;
 }
@@ -74,7 +74,7 @@ struct A2aBench::Impl {
   std::uint64_t ll_offset = 0;  // the ll protocol's staging, after the two receive buffers
   bool time_sliced = false;
   A2aFacts facts;  // what the plan depends on (a2a/plan.hpp); facts.placement: where the ranks sit
-  detail::Placement& placement = facts.placement;
+  detail::DevicePlacement& placement = facts.placement;
   std::unique_ptr<Window> win;
   std::unique_ptr<detail::A2aEngine> eng;
 

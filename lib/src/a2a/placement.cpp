@@ -21,8 +21,8 @@ RankPlace rank_place(int node, const DeviceInfo& d, int ordinal, bool mps, bool 
   return p;
 }
 
-Placement placement_of(const std::vector<RankPlace>& all, bool host_runtime) {
-  Placement pl;
+DevicePlacement device_placement_of(const std::vector<RankPlace>& all, bool host_runtime) {
+  DevicePlacement pl;
   pl.world = static_cast<int>(all.size());
   pl.host_runtime = host_runtime;
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -58,7 +58,7 @@ bool mig_instance(Platform platform, const char* cuda_visible_devices, int nvml_
   return false;
 }
 
-void refuse_mig(const Placement& pl) {
+void refuse_mig(const DevicePlacement& pl) {
   if (pl.mig_ranks.empty()) return;
   throw UsageError(
       "mori-a2a: ranks " + join_ranks(pl.mig_ranks) +

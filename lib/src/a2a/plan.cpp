@@ -152,7 +152,7 @@ const char* to_string(PlacementClass c) noexcept {
   return enum_name(kNames, c, "several_ranks_per_gpu");
 }
 
-PlacementClass placement_class(const detail::Placement& pl) {
+PlacementClass placement_class(const detail::DevicePlacement& pl) {
   if (pl.host_runtime) return PlacementClass::host;
   if (pl.world <= 1) return PlacementClass::single_rank;
   if (pl.all_one_device) return PlacementClass::one_gpu;

@@ -105,7 +105,7 @@ Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec
   return c;
 }
 
-PhysicalLimit physical_limit(const Placement& pl, const DeviceInfo& d, std::uint64_t chunk,
+PhysicalLimit physical_limit(const DevicePlacement& pl, const DeviceInfo& d, std::uint64_t chunk,
                              std::uint64_t pitch) {
   PhysicalLimit p;
   if (pl.host_runtime) {

@@ -43,7 +43,7 @@ struct Timer {
 // options set another), so that a shape given by hand never lowers the bound.
 Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec>& sm_copies, int world);
 
-PhysicalLimit physical_limit(const Placement& pl, const DeviceInfo& d, std::uint64_t chunk,
+PhysicalLimit physical_limit(const DevicePlacement& pl, const DeviceInfo& d, std::uint64_t chunk,
                              std::uint64_t pitch);
 
 }  // namespace mori::symm::detail

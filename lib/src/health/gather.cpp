@@ -170,8 +170,8 @@ std::vector<HealthCheck> pair_checks(Bootstrap& boot, Runtime& rt, const Json& n
     std::set<std::string> gpus;
     for (const auto& f : facts)
       if (f.node == node) ++ranks, gpus.insert(f.pci_bus_id);
-    const auto placement = placement_of(ranks, static_cast<int>(gpus.size()), host);
-    append(out, check_pairs(rows, placement, host ? host_outlier_limits() : OutlierLimits{}));
+    const auto layout = node_layout_of(ranks, static_cast<int>(gpus.size()), host);
+    append(out, check_pairs(rows, layout, host ? host_outlier_limits() : OutlierLimits{}));
     const auto& src = facts[static_cast<std::size_t>(rows.front().src)];
     append(out, check_expectations(rows, device_name(nodes, node, src.device), host, expectations));
   }

@@ -70,11 +70,11 @@ const char* to_string(Verdict v) noexcept {
   return enum_name(kNames, v);
 }
 
-const char* to_string(Placement p) noexcept {
-  static constexpr EnumName<Placement> kNames[] = {{Placement::host, "host runtime"},
-                                                   {Placement::shared_device, "ranks sharing one GPU"},
-                                                   {Placement::two_devices, "two GPUs"},
-                                                   {Placement::several_devices, "several GPUs"}};
+const char* to_string(NodeLayout p) noexcept {
+  static constexpr EnumName<NodeLayout> kNames[] = {{NodeLayout::host, "host runtime"},
+                                                    {NodeLayout::shared_device, "ranks sharing one GPU"},
+                                                    {NodeLayout::two_devices, "two GPUs"},
+                                                    {NodeLayout::several_devices, "several GPUs"}};
   return enum_name(kNames, p);
 }
 
@@ -87,10 +87,10 @@ OutlierLimits host_outlier_limits() {
   return l;
 }
 
-Placement placement_of(int ranks, int distinct_devices, bool host_runtime) noexcept {
-  if (host_runtime) return Placement::host;
-  if (distinct_devices < ranks) return Placement::shared_device;
-  return ranks == 2 ? Placement::two_devices : Placement::several_devices;
+NodeLayout node_layout_of(int ranks, int distinct_devices, bool host_runtime) noexcept {
+  if (host_runtime) return NodeLayout::host;
+  if (distinct_devices < ranks) return NodeLayout::shared_device;
+  return ranks == 2 ? NodeLayout::two_devices : NodeLayout::several_devices;
 }
 
 PairFact pair_fact(const MatrixRow& r) {
@@ -114,7 +114,7 @@ std::vector<PairFact> pair_facts(const PeerMatrix& matrix) {
   return out;
 }
 
-std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, Placement placement,
+std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, NodeLayout layout,
                                      const OutlierLimits& limits) {
   std::vector<HealthCheck> out;
   if (rows.empty()) return out;
@@ -139,7 +139,7 @@ std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, Placemen
       for (const auto& r : rows)
         if (r.addressing == addressing && (r.*m.field).has_value() && *(r.*m.field) > 0) have.push_back(&r);
       if (have.empty()) continue;
-      if (placement == Placement::two_devices) {
+      if (layout == NodeLayout::two_devices) {
         // The two directions against each other.
         if (have.size() != 2) {
           for (const auto* r : have)
@@ -178,9 +178,9 @@ std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, Placemen
         const double x = *(r->*m.field);
         const double ratio = latency ? med / x : x / med;
         std::string detail = pair_where(*r);
-        if (placement == Placement::shared_device || placement == Placement::host)
+        if (layout == NodeLayout::shared_device || layout == NodeLayout::host)
           detail = "ranks " + std::to_string(r->src) + " and " + std::to_string(r->dst) + " (" +
-                   to_string(placement) + "); " + detail;
+                   to_string(layout) + "); " + detail;
         out.push_back({m.id, pair_name(*r), by_ratio(ratio, limits, latency), x, m.unit,
                        limits_words(limits, latency, ref), limits.source, detail});
       }

@@ -22,7 +22,8 @@ namespace mori::symm {
 // kind every rank shares in the configurations the suite runs).
 struct A2aFacts {
   Platform platform = Platform::cuda;
-  detail::Placement placement;    // who shares a device, MPS, MIG, the slowest link (detail/placement.hpp)
+  detail::DevicePlacement
+      placement;                  // who shares a device, MPS, MIG, the slowest link (detail/placement.hpp)
   DeviceInfo device;              // multiprocessors, arch, L2, memory, HBM figures
   bool cache_hints = false;       // every rank's kernels can mark loads evict-first (JIT arch sm_80+)
   bool mps_thread_share = false;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100: occupancy not known
@@ -44,7 +45,7 @@ enum class PlacementClass {
   several_ranks_per_gpu,  // several GPUs, some shared by several ranks
 };
 const char* to_string(PlacementClass c) noexcept;
-PlacementClass placement_class(const detail::Placement& pl);
+PlacementClass placement_class(const detail::DevicePlacement& pl);
 
 // One cell of the automatic tables (docs/mori-a2a.md "The automatic tables"): the protocol, blocks-per-peer
 // and unroll choices measured for one placement (peers on other GPUs, or ranks sharing one GPU) at one world

@@ -60,20 +60,20 @@ PairFact pair_fact(const MatrixRow& row);
 std::vector<PairFact> pair_facts(const PeerMatrix& matrix);
 
 // How the ranks of one node sit on its GPUs.
-enum class Placement {
+enum class NodeLayout {
   host,             // the host runtime
   shared_device,    // several ranks on one GPU (MPS or time-sliced)
   two_devices,      // two ranks on two GPUs
   several_devices,  // three or more ranks, one per GPU
 };
-const char* to_string(Placement p) noexcept;
+const char* to_string(NodeLayout p) noexcept;
 // From the number of ranks of the node, the number of distinct GPUs they use, and the runtime.
-Placement placement_of(int ranks, int distinct_devices, bool host_runtime) noexcept;
+NodeLayout node_layout_of(int ranks, int distinct_devices, bool host_runtime) noexcept;
 
 // Checks that need no table: every row's write and read bandwidth and latency against the median of its
 // addressing (several devices, a shared device, the host runtime), or the two directions against each other
 // (two devices); every write verified and no ping-pong timed out.
-std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, Placement placement,
+std::vector<HealthCheck> check_pairs(const std::vector<PairFact>& rows, NodeLayout layout,
                                      const OutlierLimits& limits);
 
 // NVLink facts of one GPU, read before and after the measurement (detail/nvml.hpp).

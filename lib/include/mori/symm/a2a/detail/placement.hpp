@@ -1,7 +1,7 @@
 // Where the ranks of an all-to-all sit: which share a device, whether MPS serves them, the links between
 // devices. Read once at start (one allgather, lib/src/a2a/a2a.cpp) and used by every choice that depends on
 // it: the signal scope, programmatic launches, the automatic protocol and blocks per peer, the physical
-// limit (docs/mori-a2a.md "Placement").
+// limit (docs/mori-a2a.md "DevicePlacement").
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ struct RankPlace {
 };
 
 // Where the ranks sit, from one allgather at start.
-struct Placement {
+struct DevicePlacement {
   int world = 1;
   bool host_runtime = false;
   bool all_one_device = true;
@@ -43,7 +43,7 @@ struct Placement {
 // This rank's RankPlace: `node` from the bootstrap's team split, the device from its info.
 RankPlace rank_place(int node, const DeviceInfo& d, int ordinal, bool mps, bool mig);
 // From every rank's RankPlace, in rank order.
-Placement placement_of(const std::vector<RankPlace>& all, bool host_runtime);
+DevicePlacement device_placement_of(const std::vector<RankPlace>& all, bool host_runtime);
 // The physical name of a device for RankPlace: its PCI bus id, or its ordinal where the runtime reports none.
 std::uint64_t device_identity(const DeviceInfo& d, int ordinal);
 
@@ -54,7 +54,7 @@ bool mig_instance(Platform platform, const char* cuda_visible_devices, int nvml_
 // Throws UsageError (exit 2) naming the ranks on MIG instances, if any: an instance reports its parent GPU's
 // PCI bus id, so ranks on two instances would be taken for ranks sharing one GPU (device-scope signals, the
 // shared-GPU rules). MIG settings are never changed by the tools.
-void refuse_mig(const Placement& pl);
+void refuse_mig(const DevicePlacement& pl);
 
 // The slowest link from rank `me` to any peer on another device of its node, in GB/s per direction, asked by
 // the two devices' PCI bus ids; 0 where a peer's path has no known rate (the reason in *why), -1 where no
