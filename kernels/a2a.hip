@@ -49,7 +49,7 @@ __device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset
 
 __device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, char* lsa_base, u64 stride,
                                                 int p) {
-  return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(peers[p]);
+  return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(mori_load_ptr_nc(peers + p));
 }
 
 // Signal every peer with this rank's epoch, then wait (bounded) until every peer has signalled it. On timeout
@@ -172,16 +172,15 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
   return true;
 }
 
+// The kernels take their arguments as one struct (kernels/abi.hip) and hand its fields to a body with the
+// parameters it always had: after inlining, the compiler sees the same restrict-qualified pointers as before,
+// and generates the same code (the same registers and loads).
 template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
-__global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) {
-  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
-  void* const* __restrict__ peers = a.peers;
-  char* lsa_base = a.lsa_base;
-  const u64 stride = a.stride, timeout_ns = a.timeout_ns, slow_cycles = a.slow_cycles;
-  const int world = a.world, me = a.me, blocks_per_peer = a.blocks_per_peer, device_scope = a.device_scope;
-  const MoriA2aLayout L = a.layout;
-  const u32 mutate = a.mutate;
-  u32* status = a.status;
+__device__ __forceinline__ void mori_a2a_push_body(const uint4* __restrict__ src,
+                                                   void* const* __restrict__ peers, char* lsa_base,
+                                                   u64 stride, int world, int me, MoriA2aLayout L,
+                                                   int blocks_per_peer, u64 timeout_ns, u32 mutate,
+                                                   u64 slow_cycles, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   if (threadIdx.x == 0) mori_fault_slow(slow_cycles);  // thread 0's stores, and so the block's end, wait
@@ -219,6 +218,13 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) 
   mori_fence(dev);
   mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
                                  mutate, status, dev);
+}
+
+template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
+__global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) {
+  mori_a2a_push_body<kLsa, kSync, kUnroll, kDirect, kEvictFirst>(
+      static_cast<const uint4*>(a.src), a.peers, a.lsa_base, a.stride, a.world, a.me, a.layout,
+      a.blocks_per_peer, a.timeout_ns, a.mutate, a.slow_cycles, a.status, a.device_scope);
 }
 
 // Low-latency protocol ("ll"; docs/mori-a2a.md "Synchronisation and protocols"). The flag travels in the
@@ -279,16 +285,11 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 }
 
 template <int kLsa>
-__global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
-  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
-  void* const* __restrict__ peers = a.peers;
-  char* lsa_base = a.lsa_base;
-  const u64 stride = a.stride, timeout_ns = a.timeout_ns, slow_cycles = a.slow_cycles;
-  const int world = a.world, me = a.me, blocks_per_peer = a.blocks_per_peer, device_scope = a.device_scope;
-  const int source_evict_first = a.source_evict_first;
-  const MoriA2aLayout L = a.layout;
-  const u32 mutate = a.mutate;
-  u32* status = a.status;
+__device__ __forceinline__ void mori_a2a_ll_body(const uint4* __restrict__ src,
+                                                 void* const* __restrict__ peers, char* lsa_base, u64 stride,
+                                                 int world, int me, MoriA2aLayout L, int blocks_per_peer,
+                                                 u64 timeout_ns, u32 mutate, u64 slow_cycles, u32* status,
+                                                 int device_scope, int source_evict_first) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
   const bool dev = device_scope != 0;
@@ -344,6 +345,13 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
   mori_arrive_last(mine);
 }
 
+template <int kLsa>
+__global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
+  mori_a2a_ll_body<kLsa>(static_cast<const uint4*>(a.src), a.peers, a.lsa_base, a.stride, a.world, a.me,
+                         a.layout, a.blocks_per_peer, a.timeout_ns, a.mutate, a.slow_cycles, a.status,
+                         a.device_scope, a.source_evict_first);
+}
+
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).
 __global__ void MORI_K_A2A_DELAY(const MoriA2aDelayArgs a) {
   const u64 ns = a.ns;
@@ -354,11 +362,8 @@ __global__ void MORI_K_A2A_DELAY(const MoriA2aDelayArgs a) {
 
 // Fills the source for the next launch: slot p, word i = pattern(me, p, i, tag), tag = the epoch that launch
 // will complete (read from the pad on the device, so a captured graph gets a new tag each replay).
-__global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
-  u32* src = static_cast<u32*>(a.src);
-  const int world = a.world, me = a.me;
-  const MoriA2aLayout L = a.layout;
-  const u32* epoch = a.epoch;
+__device__ __forceinline__ void mori_a2a_fill_body(u32* src, int world, int me, MoriA2aLayout L,
+                                                   const u32* epoch) {
   const u32 tag = *reinterpret_cast<const volatile u32*>(epoch) + 1u;
   const u64 words = (L.chunk + 3) / 4, pitch_words = L.pitch / 4;
   const u64 total = words * static_cast<u64>(world);
@@ -369,15 +374,15 @@ __global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
   }
 }
 
+__global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
+  mori_a2a_fill_body(static_cast<u32*>(a.src), a.world, a.me, a.layout, a.epoch);
+}
+
 // Counts the bytes of the receive buffer of the last completed launch that differ from what they should hold:
 // slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
 // Counted per 32-bit word: a word is wrong when any of its bytes is.
-__global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
-  const u32* win = static_cast<const u32*>(a.win);
-  const int world = a.world, me = a.me;
-  const MoriA2aLayout L = a.layout;
-  const u32* epoch_ptr = a.epoch;
-  unsigned long long* wrong = a.wrong;
+__device__ __forceinline__ void mori_a2a_verify_body(const u32* win, int world, int me, MoriA2aLayout L,
+                                                     const u32* epoch_ptr, unsigned long long* wrong) {
   const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
   const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
   const u64 pitch_words = L.pitch / 4;
@@ -393,4 +398,8 @@ __global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
     bad += buf[i] != expect;
   }
   if (bad) atomicAdd(wrong, bad);
+}
+
+__global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
+  mori_a2a_verify_body(static_cast<const u32*>(a.win), a.world, a.me, a.layout, a.epoch, a.wrong);
 }

@@ -3,7 +3,7 @@
  * kernels' names. One file, plain
  * C-compatible, no includes (the runtime compilers ship no standard headers). The JIT prepends it to every
  * kernel source after kernels/prelude.hip, so it is part of every kernel's cache key; the host includes it
- * (lib/include/mori/symm/detail/kernel_abi.hpp). The static_asserts at the end check it on both sides. Named
+ * (lib/include/mori/symm/jit/detail/kernel_abi.hpp). The static_asserts at the end check it on both sides. Named
  * .hip like the prelude, so that every copy and install of the kernel sources carries it. */
 #ifndef MORI_KERNEL_ABI_H
 #define MORI_KERNEL_ABI_H

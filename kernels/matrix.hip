@@ -24,13 +24,11 @@ __device__ __forceinline__ void mx_store(uint4* p, uint4 v) {
 // read = 0: local -> peer (write bandwidth); read = 1: peer -> local (read bandwidth). n16 = bytes / 16.
 // kUnroll: 16-byte loads in flight per thread, all issued before the first store; kStream = 1: streaming
 // stores (mori_store_nt). The read direction always runs <kLsa, 4, 0>.
+// Each kernel takes its struct (kernels/abi.hip) and hands the fields to a body with its former parameters,
+// so that the compiled code stays what it was (kernels/a2a.hip says why).
 template <int kLsa, int kUnroll, int kStream>
-__global__ void __launch_bounds__(512) MORI_K_MATRIX_COPY(const MoriMatrixCopyArgs a) {
-  void* const* peers = a.peers;
-  char* lsa_base = a.lsa_base;
-  const u64 stride = a.stride, n16 = a.n16;
-  const int idx = a.idx, read = a.read;
-  uint4* local = static_cast<uint4*>(a.local);
+__device__ __forceinline__ void mx_copy_body(void* const* peers, char* lsa_base, u64 stride, int idx,
+                                             int read, uint4* local, u64 n16) {
   uint4* remote = reinterpret_cast<uint4*>(mx_peer<kLsa>(peers, lsa_base, stride, idx));
   const uint4* src = read ? remote : local;
   uint4* dst = read ? local : remote;
@@ -44,6 +42,12 @@ __global__ void __launch_bounds__(512) MORI_K_MATRIX_COPY(const MoriMatrixCopyAr
     for (int u = 0; u < kUnroll; ++u)
       if (i + u * step < n16) mx_store<kStream>(dst + i + u * step, v[u]);
   }
+}
+
+template <int kLsa, int kUnroll, int kStream>
+__global__ void __launch_bounds__(512) MORI_K_MATRIX_COPY(const MoriMatrixCopyArgs a) {
+  mx_copy_body<kLsa, kUnroll, kStream>(a.peers, a.lsa_base, a.stride, a.idx, a.read,
+                                       static_cast<uint4*>(a.local), a.n16);
 }
 
 #if MORI_BULK_COPY
@@ -114,13 +118,8 @@ __device__ __forceinline__ void mx_bulk_by_tma(char* remote, const char* local, 
 }
 
 template <int kLsa, int kTma>
-__global__ void __launch_bounds__(512) MORI_K_MATRIX_BULK(const MoriMatrixBulkArgs a) {
-  void* const* peers = a.peers;
-  char* lsa_base = a.lsa_base;
-  const u64 stride = a.stride, bytes = a.bytes;
-  const int idx = a.idx;
-  const char* local = static_cast<const char*>(a.local);
-  const u32 tile = a.tile;
+__device__ __forceinline__ void mx_bulk_body(void* const* peers, char* lsa_base, u64 stride, int idx,
+                                             const char* local, u64 bytes, u32 tile) {
   extern __shared__ __align__(128) char mx_stage[];
   __shared__ __align__(8) u64 mx_bar[2];
   char* remote = mx_peer<kLsa>(peers, lsa_base, stride, idx);
@@ -128,6 +127,12 @@ __global__ void __launch_bounds__(512) MORI_K_MATRIX_BULK(const MoriMatrixBulkAr
     mx_bulk_by_tma(remote, local, bytes, tile, mx_stage, mx_bar);
   else
     mx_bulk_by_loads(remote, local, bytes, tile, mx_stage);
+}
+
+template <int kLsa, int kTma>
+__global__ void __launch_bounds__(512) MORI_K_MATRIX_BULK(const MoriMatrixBulkArgs a) {
+  mx_bulk_body<kLsa, kTma>(a.peers, a.lsa_base, a.stride, a.idx, static_cast<const char*>(a.local), a.bytes,
+                           a.tile);
 }
 #endif
 
@@ -144,15 +149,10 @@ __device__ __forceinline__ bool mx_wait(const u32* flag, u32 v, u64 t0, u64 time
 // (ns). result[0] = 0 when every round completed, else the round (1-based) that timed out. No trap: the host
 // reports.
 template <int kLsa>
-__global__ void MORI_K_MATRIX_PINGPONG(const MoriMatrixPingpongArgs a) {
-  void* const* peers = a.peers;
-  char* lsa_base = a.lsa_base;
-  const u64 stride = a.stride, signal_offset = a.signal_offset, timeout_ns = a.timeout_ns;
-  const int idx = a.idx, initiator = a.initiator;
-  u32* my_pad = a.my_pad;
-  const u32 first_round = a.first_round, rounds = a.rounds;
-  u64* times = a.times;
-  u64* result = a.result;
+__device__ __forceinline__ void mx_pingpong_body(void* const* peers, char* lsa_base, u64 stride, int idx,
+                                                 u64 signal_offset, u32* my_pad, int initiator,
+                                                 u32 first_round, u32 rounds, u64 timeout_ns, u64* times,
+                                                 u64* result) {
   char* peer = mx_peer<kLsa>(peers, lsa_base, stride, idx);
   u32* peer_pad = reinterpret_cast<u32*>(peer + signal_offset);
   u64* payload = reinterpret_cast<u64*>(peer);
@@ -175,4 +175,10 @@ __global__ void MORI_K_MATRIX_PINGPONG(const MoriMatrixPingpongArgs a) {
       times[r] = mori_now_ns() - t0;
     }
   }
+}
+
+template <int kLsa>
+__global__ void MORI_K_MATRIX_PINGPONG(const MoriMatrixPingpongArgs a) {
+  mx_pingpong_body<kLsa>(a.peers, a.lsa_base, a.stride, a.idx, a.signal_offset, a.my_pad, a.initiator,
+                         a.first_round, a.rounds, a.timeout_ns, a.times, a.result);
 }

@@ -70,6 +70,11 @@ __device__ __forceinline__ void mori_load2_relaxed(const u64* p, u64* a, u64* b,
 // Streaming (evict-first) 16-byte store: the data is not read again by this kernel.
 __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) { __stcs(p, v); }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return __ldg(p); }
+// A pointer from a read-only table (the window's peer pointers) through the read-only path, as the compiler
+// did by itself while the table was a restrict-qualified kernel parameter (kernels/abi.hip: now a field).
+__device__ __forceinline__ void* mori_load_ptr_nc(void* const* p) {
+  return reinterpret_cast<void*>(__ldg(reinterpret_cast<const unsigned long long*>(p)));
+}
 // Read-only 16-byte load marked evict-first in L2 with `policy` (mori_evict_first_policy): for sources this
 // launch reads once and that cannot stay in L2 for the next one anyway (docs/mori-a2a.md "Source cache").
 // createpolicy and L2 cache hints need sm_80; before that the policy is 0 and this is mori_load_nc.
@@ -226,6 +231,7 @@ __device__ __forceinline__ void mori_store_nt(uint4* p, uint4 v) {
   __builtin_nontemporal_store(v.w, &p->w);
 }
 __device__ __forceinline__ uint4 mori_load_nc(const uint4* p) { return *p; }
+__device__ __forceinline__ void* mori_load_ptr_nc(void* const* p) { return *p; }
 // No cache hint here: the host never asks for one on AMD (docs/mori-a2a.md "Source cache").
 __device__ __forceinline__ u64 mori_evict_first_policy() { return 0; }
 __device__ __forceinline__ uint4 mori_load_evict_first(const uint4* p, u64) { return *p; }
