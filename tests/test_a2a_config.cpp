@@ -226,7 +226,7 @@ TEST(A2aPlacement, DevicesAreNamedByBusIdNotOrdinal) {
   EXPECT_EQ(detail::device_identity(none, 1), detail::device_identity(none, 1));
 }
 
-// One source for "same GPU" (docs/mori-a2a.md "DevicePlacement"): the node of the load/store team (the
+// One source for "same GPU" (docs/mori-a2a.md "Placement"): the node of the load/store team (the
 // bootstrap's shared-memory split, after --node-id / MORI_NODE_ID) with the PCI bus id. At 56d7911 the node
 // was a hash of the host name, so ranks on one GPU in containers with their own host names (or any other
 // disagreement with the team split) were taken as one rank per GPU and skipped the residency rule for
@@ -283,7 +283,7 @@ TEST(A2aPlacement, LinkRatesAreAskedByBusId) {
 
 // MIG instances report their parent GPU's PCI bus id: two ranks on two instances would be one device. They
 // are detected (CUDA_VISIBLE_DEVICES names MIG- devices, or NVML says MIG mode is on) and refused with exit 2
-// and a message that says why (docs/mori-a2a.md "DevicePlacement").
+// and a message that says why (docs/mori-a2a.md "Placement").
 TEST(A2aPlacement, MigInstancesAreDetectedAndRefused) {
   mori::symm::testing::FakeRuntime rt;  // CUDA's platform, both instances at the parent's bus id
   const DeviceInfo info = rt.device_info(0);

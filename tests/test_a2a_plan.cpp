@@ -223,7 +223,7 @@ TEST(A2aPlan, FourRanksOverTwoH200s) {
 
 // Per-rank CUDA_VISIBLE_DEVICES: every rank sees its GPU as ordinal 0, and the PCI bus ids tell them apart
 // (a2a/detail/placement.hpp), so the plan is that of 8 distinct H200s, with the links' rate read by PCI id
-// (docs/mori-a2a.md "DevicePlacement").
+// (docs/mori-a2a.md "Placement").
 TEST(A2aPlan, PerRankVisibleDevices) {
   const A2aFacts f = facts_of(distinct_h200s(8, true), Platform::cuda, 450);
   EXPECT_STREQ(to_string(placement_class(f.placement)), "one_rank_per_gpu");
@@ -241,7 +241,7 @@ TEST(A2aPlan, HostNamesDifferOnOneGpu) {
   expect_case(f, "h200-host-names-differ-2");
 }
 
-// Two MIG instances of one GPU: refused before any plan (docs/mori-a2a.md "DevicePlacement", exit 2).
+// Two MIG instances of one GPU: refused before any plan (docs/mori-a2a.md "Placement", exit 2).
 TEST(A2aPlan, TwoMigInstancesAreRefused) {
   std::vector<Rank> r = {{0, h200(pci(0)), 0, false, true}, {0, h200(pci(0)), 1, false, true}};
   const A2aFacts f = facts_of(r);

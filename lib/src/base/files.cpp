@@ -280,11 +280,20 @@ std::string resolve_output_path(const std::string& path) {
   if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && access(dir.c_str(), W_OK) == 0) {
     std::string tmp;
     Fd f = new_temporary(dir, tmp);
-    if (f.fd < 0)
+    if (f.fd < 0) {
+      const int err = errno;
+      // A folder of files that are not files (/proc, /sys: EACCES, EPERM, EINVAL, EROFS for root) is the
+      // user's choice of path (exit 2); a full disk, a quota or no descriptor left is the machine (exit 3).
+      if (err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM || err == EIO)
+        MORI_FILE_FAIL(call_failed, path, "open(" + tmp + ")", err,
+                       "cannot create a file in the folder '" + dir + "' of the report '" + path + "'");
       MORI_FILE_FAIL(not_regular, path, "open(" + tmp + ")", 0,
                      "the folder '" + dir + "' of the report '" + path + "' takes no new file (" +
-                         errno_name(errno) + "); " + kOnlyRegular);
-    unlink(tmp.c_str());
+                         errno_name(err) + "); " + kOnlyRegular);
+    }
+    if (unlink(tmp.c_str()) != 0)
+      MORI_FILE_FAIL(call_failed, path, "unlink(" + tmp + ")", errno,
+                     "cannot remove the test file in the folder of the report '" + path + "'");
   }
   return t.path;
 }

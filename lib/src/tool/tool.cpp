@@ -80,7 +80,7 @@ void add_common(CLI::App& app, CommonOptions& o) {
                  "are different load/store teams");
 }
 
-// One rule for every option of every tool that takes a value (docs/reliability.md, "Bad input"): an empty
+// One rule for every option of every tool that takes a value (README, "Common options"): an empty
 // value is a usage error, never "not given" (a `--json "$OUT"` with OUT unset must not pass with no report);
 // a count is decimal digits, as a size is (no hex, no leading space or sign but '-'); and a float is a plain
 // decimal number (is_plain_decimal: no hex, no blank, no inf or nan).
