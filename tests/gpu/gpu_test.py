@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 from harness import check, finish, skip  # noqa: E402
 
 CASES = ("probe", "a2a", "mutants", "teardown", "jit", "distinct-policy")
@@ -45,7 +45,7 @@ if len(sys.argv) < 4 or sys.argv[1] not in CASES:
     print(__doc__.strip(), file=sys.stderr)
     sys.exit(2)
 CASE, BIN, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import mori_mps  # noqa: E402
 PROBE = os.path.join(BIN, "mori-probe")

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 import harness  # noqa: E402
 from harness import check, finish  # noqa: E402
 import tempfile
@@ -16,7 +16,7 @@ import tempfile
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
 TOOL = os.path.join(BIN, "mori-a2a")
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def job(n, args, env=None):

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 import harness  # noqa: E402
 
 BIN, WINDOW_TEST, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]

@@ -14,8 +14,8 @@ import os
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+sys.path.insert(0, TESTS)
 from harness import check, finish, job, load_json  # noqa: E402
 
 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 import harness  # noqa: E402
 from harness import check, finish, leftovers  # noqa: E402
 import tempfile
@@ -23,7 +23,7 @@ import time
 
 BIN = sys.argv[1]
 MPIRUN = sys.argv[2:]
-WIN = os.path.join(BIN, "..", "tests", "window-mpi-test")
+WIN = os.path.join(BIN, "..", "tests", "mpi", "window-mpi-test")
 A2A = os.path.join(BIN, "mori-a2a")
 TIMEOUT = 4
 

@@ -20,8 +20,9 @@ import shutil
 import sys
 import tempfile
 
-import harness
-from harness import check, finish, skip
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
+import harness  # noqa: E402
+from harness import check, finish, skip  # noqa: E402
 
 if "--" not in sys.argv or sys.argv.index("--") != 3 or sys.argv[2] not in ("variables", "mpich"):
     sys.exit("usage: launcher_test.py BIN_DIR {variables|mpich} -- MPIRUN...")

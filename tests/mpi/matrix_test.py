@@ -187,7 +187,7 @@ for args, text in BAD:
         print(f"ok   {' '.join(args)}: exit 2, {errors[0]}")
 # scripts/matrix-sweep on the host runtime: one job, one mori.matrix-sweep/1 document with a row per (pair,
 # addressing, variant) and a summary per variant; no copy engine here, so no verdict.
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sweep_out = tempfile.mkdtemp(prefix="mori-matrix-sweep-")
 env = dict(os.environ, MORI_BIN=os.path.abspath(BIN), MPIRUN=" ".join(MPIRUN))
 p = subprocess.run([os.path.join(ROOT, "scripts", "matrix-sweep"), "--out", sweep_out, "--", "--backend", "host",

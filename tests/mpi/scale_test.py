@@ -21,8 +21,9 @@ import sys
 import tempfile
 import time
 
-import harness
-from harness import check, finish, load_json, skip
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
+import harness  # noqa: E402
+from harness import check, finish, load_json, skip  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("bin")

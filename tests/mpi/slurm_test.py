@@ -31,8 +31,9 @@ import tempfile
 import threading
 import time
 
-import harness
-from harness import finish, load_json, skip
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
+import harness  # noqa: E402
+from harness import finish, load_json, skip  # noqa: E402
 
 _failed = []
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 import harness  # noqa: E402
 from harness import check, finish  # noqa: E402
 import tempfile

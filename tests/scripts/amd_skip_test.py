@@ -11,10 +11,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 from harness import check, finish, skip  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "amd-kernels")
 scratch = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ""
 if not (scratch + os.sep).startswith(REPO + os.sep):

@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TOOLS = ["mori-probe", "mori-a2a", "mori-teardown-repro"]
 DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 OPT = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
@@ -171,7 +171,7 @@ def check_help_and_options(bin_dir, update):
         want = render_block(tool, helps[tool])
         if bounds is None:
             fail(f"{page}: no <!-- mori-help:begin {tool} --> ... <!-- mori-help:end {tool} --> block "
-                 f"(run: python3 tests/docs_test.py --update BIN_DIR after adding the two markers)")
+                 f"(run: python3 tests/scripts/docs_test.py --update BIN_DIR after adding the two markers)")
             continue
         have = text[bounds[0]:bounds[1]]
         what = help_differences(block_help(have, tool), helps[tool]) if have != want else ""
@@ -185,7 +185,7 @@ def check_help_and_options(bin_dir, update):
             else:
                 fail(f"{page}: the --help block of {tool} differs from `{tool} --help` "
                      f"({what or 'the description or usage line changed'}); "
-                     f"regenerate: python3 tests/docs_test.py --update BIN_DIR")
+                     f"regenerate: python3 tests/scripts/docs_test.py --update BIN_DIR")
         outside = text[:bounds[0]] + text[bounds[1]:]
         spans, code = prose_and_code(outside)
         named = set()

@@ -19,14 +19,14 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 from harness import check, evidence_revision, finish, git_checkout, not_run  # noqa: E402
 
 if len(sys.argv) < 3:
     print(__doc__.strip(), file=sys.stderr)
     sys.exit(2)
 BIN, MPIRUN = sys.argv[1], sys.argv[2:]
-ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 EVIDENCE = os.path.join(ROOT, "scripts", "evidence")
 ENV = dict(os.environ, MORI_MPIRUN=" ".join(MPIRUN))
 GIT = git_checkout(ROOT)

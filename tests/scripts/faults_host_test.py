@@ -19,9 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+ROOT = os.path.join(TESTS, "..")
+sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import harness  # noqa: E402
 from harness import check, finish, tool_job  # noqa: E402

@@ -2,7 +2,7 @@
 """Fails when file I/O other than the one reader and the one writer (lib/include/mori/symm/base/files.hpp)
 appears in the tools' C++ sources: lib/, apps/ and any host-side C++ under kernels/.
 
-usage: file_io_audit.py [SOURCE_ROOT]   (default: the repository this script lies in)
+usage: file_io_audit_test.py [SOURCE_ROOT]   (default: the repository this script lies in)
 
 Comments and string literals are left out before matching. Every raw call that stays has an entry in ALLOWED below
 with how many times it may appear in that file and why; a count that differs either way fails, so the list never
@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+# The repository this script lies in (it is in tests/scripts/).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The reader and the writer themselves.
 OWNER = "lib/src/base/files.cpp"
 
@@ -100,7 +102,7 @@ def main():
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         print(__doc__.strip())
         return 0
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = sys.argv[1] if len(sys.argv) > 1 else ROOT
     seen, failures = {}, []
     files = list(sources(root))
     if OWNER not in files:

@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FOLDERS = ("lib", "apps", "kernels")
 CODE = (".cpp", ".hpp", ".h", ".hip", ".cpp.in")
 MAX_FUNCTION, MAX_FILE, MIN_COPY = 80, 500, 10

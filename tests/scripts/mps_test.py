@@ -12,15 +12,15 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 from harness import check, finish  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+ROOT = os.path.dirname(TESTS)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import mori_mps  # noqa: E402
 
-os.environ["PATH"] = os.path.join(HERE, "fixtures", "fake-mps") + os.pathsep + os.environ["PATH"]
+os.environ["PATH"] = os.path.join(TESTS, "fixtures", "fake-mps") + os.pathsep + os.environ["PATH"]
 for k in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_VISIBLE_DEVICES"):
     os.environ.pop(k, None)
 tmp = tempfile.mkdtemp(prefix="mori-mps-test-")

@@ -22,13 +22,13 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PERF = os.path.join(HERE, "..", "scripts", "perf-check")
-FAKE = os.path.join(HERE, "fixtures", "ab_fake_run.py")
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+PERF = os.path.join(TESTS, "..", "scripts", "perf-check")
+FAKE = os.path.join(TESTS, "fixtures", "ab_fake_run.py")
+sys.path.insert(0, TESTS)
 from harness import check, finish, git_checkout, not_run  # noqa: E402
 
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(TESTS)
 GIT = git_checkout(ROOT)
 # Without .git, REV is a stated commit (the reports below are a fixture's: no tools of this tree are measured).
 STATED = "89abcdef0123456789abcdef0123456789abcdef"

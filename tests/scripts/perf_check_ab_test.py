@@ -24,11 +24,11 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+sys.path.insert(0, TESTS)
 from harness import check, finish, git_checkout, not_run  # noqa: E402
 
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(TESTS)
 CHECK = os.path.join(ROOT, "scripts", "perf-check")
 BIN = os.path.abspath(sys.argv[1])
 MPIRUN = sys.argv[2:]

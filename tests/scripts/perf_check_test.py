@@ -12,12 +12,12 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
 from harness import check, finish  # noqa: E402
 import shutil
 import tempfile
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 CHECK = os.path.join(ROOT, "scripts", "perf-check")
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FIXTURE = os.path.join(FIX, "h200-a2a-w2-r1.json")

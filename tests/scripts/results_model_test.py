@@ -15,9 +15,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+ROOT = os.path.join(TESTS, "..")
+sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from harness import check, finish  # noqa: E402
 from mori_results import a2a, constants, documents, gate, reader  # noqa: E402

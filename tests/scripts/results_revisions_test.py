@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-REPO = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+REPO = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from mori_results.errors import Malformed  # noqa: E402
 from mori_results.reader import json_files, read_json  # noqa: E402

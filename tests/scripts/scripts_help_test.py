@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SCRIPTS = os.path.join(ROOT, "scripts")
 # Commands whose call means the script started real work instead of printing its usage.
 WORK = ["mpirun", "mpiexec", "orterun", "cmake", "ctest", "ninja", "make", "c++", "g++", "gcc", "clang++", "nvcc",

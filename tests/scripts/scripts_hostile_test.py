@@ -17,10 +17,10 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: harness.py, fixtures/
+ROOT = os.path.dirname(TESTS)
 SCRIPTS = os.path.join(ROOT, "scripts")
-sys.path.insert(0, HERE)
+sys.path.insert(0, TESTS)
 sys.path.insert(0, SCRIPTS)
 import harness  # noqa: E402
 from harness import check, finish  # noqa: E402
@@ -254,8 +254,8 @@ check("evidence under SIGTERM: the folder's manifest says complete: false",
 
 # ---- An empty value is a usage error for every option of every script that takes one ---------------------
 # The options are read from each script's --help: argparse's option table (`  --json PATH   ...`) and the usage
-# lines (`[--out DIR]`). Stand-ins for the commands that start work come first on the PATH (tests/scripts_help_test.py)
-# so that a script that did not refuse could not start anything.
+# lines (`[--out DIR]`). Stand-ins for the commands that start work come first on the PATH
+# (tests/scripts/scripts_help_test.py) so that a script that did not refuse could not start anything.
 import scripts_help_test  # noqa: E402
 
 OPTION_ROW = re.compile(r"^  (?:-\w(?: \S+)?, )?(--[\w-]+)(?:[ =](\S+))?(?:\s{2,}|$)")

@@ -73,7 +73,7 @@ TEST(A2aTableWorld, TheNearestMeasuredCell) {
 }
 
 // Each cell's world is the world of the committed sweep behind it (the protocol sweeps
-// tests/test_a2a_config.cpp holds the protocol choices to).
+// tests/unit/a2a_config_test.cpp holds the protocol choices to).
 TEST(A2aTableWorld, EachCellsWorldIsTheWorldOfItsSweep) {
   EXPECT_EQ(a2a_table_cell(true, 2).world, world_of_report("h200x2/protocol-sweep/all/w2-r1.json"));
   EXPECT_EQ(a2a_table_cell(true, 2).world,

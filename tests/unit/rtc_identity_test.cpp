@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "../lib/src/platform/rtc_impl.hpp"
+#include "../../lib/src/platform/rtc_impl.hpp"
 
 namespace {
 
