@@ -1,5 +1,5 @@
 """Placing N ranks on one GPU under a private CUDA MPS daemon: the one implementation (scripts/mps is its command
-line; scripts/run-main, scripts/evidence, scripts/faults and tests/gpu_test.py import it).
+line; scripts/run-main, scripts/evidence, scripts/faults and tests/gpu/gpu_test.py import it).
 
 Ranks that share a GPU without MPS time-slice their contexts, and their numbers would measure that
 (docs/mori-a2a.md). A private daemon has its own pipe and log folders (CUDA_MPS_PIPE_DIRECTORY,
@@ -159,4 +159,4 @@ class MpsPlacement:
         return False
 
 
-Placement = MpsPlacement  # the name tests/mps_test.py and tests/gpu_test.py use
+Placement = MpsPlacement  # the name tests/scripts/mps_test.py and tests/gpu/gpu_test.py use

@@ -14,5 +14,5 @@
 
 The facts of the machine (driver, MPS, the tree's revision, the GPU count) come from the scripts' one machine
 module, scripts/mori_results/machine.py. Only torch_run.py, torch_nccl.py and torch_symm.py touch torch or Triton,
-and only once a run starts: everything imports without them (tests/compare_test.py checks it).
+and only once a run starts: everything imports without them (tests/scripts/compare_test.py checks it).
 """

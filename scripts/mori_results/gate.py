@@ -11,7 +11,7 @@ host barrier), or --tolerance where given. A row is not judged ("cannot judge", 
 baseline run cannot judge") where its allowance is wider than GATE_JUDGE_LIMIT and its change inside it, where a
 side has fewer than MIN_SAMPLES timed samples of it, or where the current side holds it only under another MPS
 setting. Why these numbers: docs/perf-check.md "The allowance" (every pair of committed reruns of one revision and
-one command, tests/perf_check_reruns_test.py).
+one command, tests/scripts/perf_check_reruns_test.py).
 """
 import dataclasses
 import math

@@ -1,6 +1,6 @@
 // meta.gpu_state (docs/json.md): the readings (through NVML, platform/gpu/nvml.cpp) and their JSON. The JSON
-// is composed from the fixed-size readings alone, so that tests/test_gpu_state.cpp can hold it to made-up
-// ones.
+// is composed from the fixed-size readings alone, so that tests/unit/gpu_state_test.cpp can hold it to
+// made-up ones.
 #include "mori/symm/platform/gpu_state.hpp"
 
 #include <algorithm>

@@ -1,8 +1,9 @@
 // The all-to-all's plan (docs/mori-a2a.md "The plan"): a pure function from the options and the facts every
 // rank gathered (where the ranks sit, the device, its occupancy) to what runs for each chunk: the protocols,
 // each row's kernel shape and launch mode, signal scope and source cache, the SM-copy shapes the ceiling
-// measures, and the physical limit. The driver (lib/src/a2a/a2a.cpp) gathers the facts and executes plans;
-// nothing here talks to a runtime or to MPI, so tests/test_a2a_plan.cpp holds it to a hand-written table.
+// measures, and the physical limit. The driver (lib/src/a2a/a2a.cpp) gathers the facts and executes
+// plans; nothing here talks to a runtime or to MPI, so tests/unit/a2a_plan_test.cpp holds it to a
+// hand-written table.
 #pragma once
 
 #include <cstddef>

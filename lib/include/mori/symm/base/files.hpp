@@ -1,6 +1,7 @@
 // Files the tools read and write (docs/reliability.md, "Files the tools read and write"): one bounded reader
 // for every file a tool reads, one checked writer for every report, and the check of stdout at exit. No other
-// file I/O belongs in lib/ or apps/: tests/files_test.py fails when any appears outside its short allow-list.
+// file I/O belongs in lib/ or apps/: tests/scripts/file_io_audit_test.py fails when any appears outside its
+// short allow-list.
 //
 // The reader opens with O_NONBLOCK (a FIFO never blocks the open), reads regular files only (a FIFO, a
 // device, a folder or a socket, also behind a symlink, is refused naming the file and what it is), at most a

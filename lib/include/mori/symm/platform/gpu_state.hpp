@@ -80,7 +80,7 @@ GpuReading gpu_state_start(Runtime* rt, int device) noexcept;
 // This rank's GPU now, with start's counters kept beside. Never throws, never waits.
 GpuReading gpu_state_now(Runtime* rt, int device, const GpuReading& start) noexcept;
 
-// --- the pure part (tests/test_gpu_state.cpp)
+// --- the pure part (tests/unit/gpu_state_test.cpp)
 // ---------------------------------------------------------------
 
 // Names of the clocks-event (throttle) reasons set in mask ("sw_power_cap", ...; "0x..." for unknown bits).

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""mori-probe --health on the host runtime under mpirun (docs/mori-probe.md "Health"): a clean run exits 0 with a
+verdict per check in health[]; a pair slowed by the test-only fault matrix.slow-pair is named and the run exits 1;
+an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file.
+
+usage: health_test.py BIN_DIR VALIDATE_JSON MPIRUN...
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
+from harness import check, finish, tool_job  # noqa: E402
+
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0)
+BIN, VALIDATE, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
+PROBE = os.path.join(BIN, "mori-probe")
+TMP = tempfile.mkdtemp(prefix="mori-health-")
+SKIPPED = 77
+FAST = ["--health", "--matrix-mib", "2", "--rounds", "100", "--iterations", "7"]
+
+
+def run(n, extra, env=None, name="h.json"):
+    out = os.path.join(TMP, name)
+    if os.path.exists(out):
+        os.remove(out)
+    rc, text = tool_job(MPIRUN, n, PROBE, FAST + ["--json", out] + extra, env=env, timeout_s=30)
+    doc = None
+    if os.path.exists(out):
+        with open(out) as f:
+            doc = json.load(f)
+    return rc, text, doc
+
+
+def verdicts(doc, check_id):
+    return [c for c in (doc or {}).get("health", []) if c["id"] == check_id]
+
+
+def write(name, doc_or_text):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(doc_or_text if isinstance(doc_or_text, str) else json.dumps(doc_or_text))
+    return path
+
+
+# A clean run: exit 0, every kind of check present, each with a verdict, measured value, range and source.
+rc, out, doc = run(4, [])
+check("clean 4-rank run exits 0", rc == 0, out)
+ids = {c["id"] for c in (doc or {}).get("health", [])}
+want = {"doctor.no_error", "pair.write_gbps", "pair.read_gbps", "pair.latency_us", "pair.writes_verified",
+        "nvlink.links_up", "a2a.verified", "expect.write_gbps", "expect.a2a_agg_bw_gbps"}
+check("health[] holds every kind of check", want <= ids, f"missing {sorted(want - ids)}\n{out}")
+fields = {"id", "subject", "verdict", "measured", "unit", "expected", "source", "detail"}
+check("every check has its fields and a known verdict",
+      all(set(c) == fields and c["verdict"] in ("pass", "warn", "fail", "no_reference") for c in doc["health"])
+      if doc else False, out)
+a2a = verdicts(doc, "a2a.verified")
+check("the all-to-all ran and verified", len(a2a) == 1 and a2a[0]["verdict"] == "pass", json.dumps(a2a))
+nv = verdicts(doc, "nvlink.links_up")
+check("no NVML on the host runtime: no_reference with the reason",
+      bool(nv) and all(c["verdict"] == "no_reference" and c["detail"] for c in nv), json.dumps(nv))
+exp = verdicts(doc, "expect.write_gbps")
+check("host expectations are marked not performance",
+      bool(exp) and all("not_performance" in c["source"] and c["verdict"] == "pass" for c in exp), json.dumps(exp))
+check("the table ends with the verdict", "health: ok (no check failed)" in out, out)
+if doc:
+    v = subprocess.run([sys.executable, VALIDATE, "--require-or-skip", os.path.join(TMP, "h.json")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check("the document validates against the probe schema", v.returncode in (0, SKIPPED), v.stdout)
+
+# One slowed pair (rank 1 -> rank 2): named, with its ranks, and the run exits 1.
+rc, out, doc = run(4, [], env={"MORI_FAULT": "matrix.slow-pair:1"})
+failed = [c for c in (doc or {}).get("health", []) if c["verdict"] == "fail"]
+check("a slowed pair exits 1", rc == 1, out)
+check("the failing checks name pair 1->2 and nothing else",
+      bool(failed) and all(c["id"].startswith("pair.") and c["subject"].startswith("1->2") for c in failed),
+      json.dumps(failed, indent=1) + out)
+check("the table names the pair", "fail  pair.write_gbps  1->2" in out, out)
+
+# Three ranks as three simulated nodes' worth of GPUs is not needed: 3 ranks on the host runtime also compare.
+rc, out, doc = run(3, [], env={"MORI_FAULT": "matrix.slow-pair:2"})
+failed = [c for c in (doc or {}).get("health", []) if c["verdict"] == "fail"]
+check("3 ranks: the slowed pair 2->0 is named, exit 1",
+      rc == 1 and bool(failed) and all(c["subject"].startswith("2->0") for c in failed), out)
+
+# An expectations file that asks the impossible: exit 1 naming the check.
+impossible = write("impossible.json", {"schema": "mori.expectations/1", "entries": [
+    {"devices": ["host"], "interconnect": "host", "check": "write_gbps", "min": 1e9,
+     "source": "site: a deliberately impossible figure", "source_kind": "evidence"}]})
+rc, out, doc = run(3, ["--expect", impossible])
+failed = [c for c in (doc or {}).get("health", []) if c["verdict"] == "fail"]
+check("an impossible expectation exits 1", rc == 1, out)
+check("... naming the check and the site's source",
+      bool(failed) and all(c["id"] == "expect.write_gbps" and "impossible" in c["source"] for c in failed)
+      and "fail  expect.write_gbps" in out, json.dumps(failed[:2]) + out)
+check("... on top of ours: both files listed", doc is not None and doc["config"]["health"]["expectations"][-1]
+      == impossible and len(doc["config"]["health"]["expectations"]) == 2, out)
+
+# --expect-only: the site's file alone; checks it does not cover are no_reference.
+rc, out, doc = run(2, ["--expect", impossible, "--expect-only"])
+rd = verdicts(doc, "expect.read_gbps")
+check("--expect-only drops ours: read_gbps has no reference",
+      rc == 1 and bool(rd) and all(c["verdict"] == "no_reference" for c in rd), out)
+
+# A malformed expectations file: exit 2, one line naming the file, no JSON written.
+for label, content in (("not JSON", "{ nope"),
+                       ("wrong schema", {"schema": "mori.expectations/9", "entries": []}),
+                       ("unknown field", {"schema": "mori.expectations/1", "entries": [
+                           {"devices": ["host"], "interconnect": "host", "check": "write_gbps", "min": 1,
+                            "source": "x", "source_kind": "evidence", "minimum": 3}]})):
+    bad = write("bad.json", content)
+    rc, out, doc = run(2, ["--expect", bad], name="bad-out.json")
+    check(f"malformed expectations ({label}) exit 2 naming the file", rc == 2 and bad in out and doc is None, out)
+rc, out, doc = run(2, ["--expect", os.path.join(TMP, "missing.json")], name="bad-out.json")
+check("a missing expectations file exits 2 naming it", rc == 2 and "missing.json" in out, out)
+rc, out = tool_job(MPIRUN, 1, PROBE, ["--expect", impossible])
+check("--expect without --health is a usage error", rc == 2 and "--expect" in out, out)
+finish()
