@@ -253,7 +253,7 @@ void validate(Options& o) {
   o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
   o.cfg.graph = parse_graph(o.graph);
   int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   validate_a2a(o.cfg, world, 0, false);
 }
 

@@ -45,7 +45,7 @@ int finish_report(ToolEnv& env, Json& doc, const std::vector<ScenarioSummary>& s
   doc["scenarios"] = scenarios_json(scs);
   if (writer) {
     int world_rank = 0;  // not env.is_root(): after an expired bound the bootstrap may not exist
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MORI_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
     if (env.common.json != "-" && world_rank == 0) print_table(scs);
     if (!env.common.json.empty() && (env.common.json != "-" || world_rank == 0))
       write_json(env.common.json, doc);
@@ -158,7 +158,7 @@ void declare_options(CLI::App& app, Options& o) {
 void validate(Options& o) {
   if (o.list) {
     int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MORI_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     if (rank == 0)
       for (const auto& s : teardown_scenarios())
         std::printf("%-22s %s (expected: %s)\n", s.name, s.line, to_string(s.expected));
