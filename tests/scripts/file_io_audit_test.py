@@ -12,6 +12,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cxx_text import strip  # noqa: E402
+
 # The repository this script lies in (it is in tests/scripts/).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The reader and the writer themselves.
@@ -44,37 +47,6 @@ RAW = (r"(?<![\w.>])(?:::)?(open|openat|open64|creat|pread|pwrite|preadv|pwritev
        r"mmap|truncate|ftruncate|memfd_create|shm_open)\s*\(")
 RAW_RW = r"(?<![\w.>])(?:::)?(read|write)\s*\([^;()]*(?:\([^;()]*\)[^;()]*)*,"
 FS = r"\b(?:std::filesystem|fs)::(copy|copy_file|resize_file)\s*\("
-
-
-def strip(text):
-    """The text with comments and string and character literals blanked (line breaks kept)."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = re.match(r'R"([^(\s]*)\(', text[i:])
-            end = text.find(")" + (m.group(1) if m else "") + '"', i)
-            j = n if end < 0 else end + len(m.group(1) if m else "") + 2
-            out.append('""' + "\n" * text.count("\n", i, j))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def calls(text):

@@ -18,6 +18,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cxx_text import strip  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FOLDERS = ("lib", "apps", "kernels")
 CODE = (".cpp", ".hpp", ".h", ".hip", ".cpp.in")
@@ -37,49 +40,9 @@ def sources(root):
     return sorted(f for f in out if f.endswith(CODE) and os.path.isfile(os.path.join(root, f)))
 
 
-def blank_out(text, strings=True):
-    """The text with comments, and string and character literals where strings, replaced by spaces (newlines
-    kept)."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif not strings and c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:min(j + 1, n)])
-            i = j + 1
-        elif text.startswith('R"', i):
-            m = re.match(r'R"([^(\s]*)\(', text[i:])
-            end = text.find(")" + (m.group(1) if m else "") + '"', i)
-            j = n if end < 0 else end + len(m.group(1) if m else "") + 2
-            out.append('""' + re.sub(r"[^\n]", " ", text[i + 2:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def functions(text):
     """[(first line, last line, name)] of every function body that is not inside another function (1-based)."""
-    code = blank_out(text)
+    code = strip(text)
     found, stack = [], []  # stack: (is_function, start line, name) per open brace
     stmt_start, stmt = None, []
     line = 1
@@ -129,7 +92,7 @@ def check_sizes(root):
 def meaningful(text):
     """[(line number, normalized line)] of the lines that count for copies."""
     out = []
-    for i, raw in enumerate(blank_out(text, strings=False).split("\n"), 1):
+    for i, raw in enumerate(strip(text, strings=False).split("\n"), 1):
         s = " ".join(raw.split())
         if s and not re.fullmatch(r"[{}();,\s]*", s) and not s.startswith("#include"):
             out.append((i, s))
@@ -165,7 +128,7 @@ def check_launches(root):
         if f == TYPED_LAUNCH or f.startswith("lib/src/platform/") or f.startswith("lib/include/mori/symm/platform/"):
             continue  # the typed launch itself, and the runtimes that implement the untyped one
         with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
-            code = blank_out(fh.read())
+            code = strip(fh.read())
         for i, line in enumerate(code.split("\n"), 1):
             if call.search(line):
                 bad.append(f"{f}:{i}: an untyped kernel launch; launch through {TYPED_LAUNCH} (detail::launch)")
