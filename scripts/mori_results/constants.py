@@ -57,9 +57,11 @@ EXIT_SKIP = 77  # CTest's SKIP_RETURN_CODE (validate-json --require-or-skip)
 
 # perf-check's allowance rule (docs/perf-check.md "The allowance"): max(3 x the spread across the baseline's runs,
 # the row's own p95/p50 spread within a run + the run-to-run margin). The margin is what two runs of one revision
-# differ by beyond that spread (device sync; host sync, whose time includes a host barrier).
+# differ by beyond that spread (device sync; host sync, whose time includes a host barrier: two runs of one
+# evidence job at 06dc2e1b2f4d differ by 34 % beyond the row's own spread, so one run cannot judge a host-sync row
+# (its allowance is over GATE_JUDGE_LIMIT) and only a change beyond 40 % plus that spread is SLOWER).
 GATE_FLOOR_DEVICE_SYNC = 0.03
-GATE_FLOOR_HOST_SYNC = 0.08
+GATE_FLOOR_HOST_SYNC = 0.40
 GATE_SPREAD_FACTOR = 3.0
 # The change the gate is meant to resolve from one baseline run: a row whose allowance is wider is "cannot judge"
 # (unless its change is beyond even that allowance), never SAME; so SAME means a 10 % change would have shown.

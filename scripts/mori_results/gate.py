@@ -6,7 +6,7 @@ Rows are matched by their Identity (a2a.py). The allowance of a baseline configu
 
 where the spread across runs is (max - min) / median of the per-run values (runs of several machine starts
 count alike), the within-run spread is the median over its runs of p95/p50 - 1, and the margin (the run-to-run
-variation beyond a row's own spread) is 3 % for device-sync rows and 8 % for host-sync rows (whose time includes a
+variation beyond a row's own spread) is 3 % for device-sync rows and 40 % for host-sync rows (whose time includes a
 host barrier), or --tolerance where given. A row is not judged ("cannot judge", docs/perf-check.md "What one
 baseline run cannot judge") where its allowance is wider than GATE_JUDGE_LIMIT and its change inside it, where a
 side has fewer than MIN_SAMPLES timed samples of it, or where the current side holds it only under another MPS
