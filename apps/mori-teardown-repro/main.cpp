@@ -97,8 +97,7 @@ std::string g_claimed_journal_dir;  // the folder this job claimed (run), "" bef
 // be gone), this rank's meta, this job's journals as they are now (none before it claimed the folder), and
 // bound_expired naming the wait. The exit code stays 4 (docs/mori-teardown-repro.md).
 void report_expired_bound(ToolEnv& env, const Options& o, const std::string& what) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int rank = world_rank_noexcept();
   if (!o.summarize.empty()) return;
   Json doc;
   doc["schema"] = "mori.teardown/1";

@@ -46,7 +46,7 @@ bool test_all_until(std::vector<MPI_Request>& reqs, detail::PollClock::time_poin
 // still has not completed within the short bound is freed. Never throws.
 void cancel_outstanding(std::vector<MPI_Request>& reqs) noexcept {
   for (auto& r : reqs)
-    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    if (r != MPI_REQUEST_NULL) MORI_WARN_MPI(MPI_Cancel(&r));
   const auto deadline = detail::deadline_after(kCancelBoundS);
   poll_until(
       [&] {
@@ -57,7 +57,7 @@ void cancel_outstanding(std::vector<MPI_Request>& reqs) noexcept {
       },
       deadline);
   for (auto& r : reqs)
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    if (r != MPI_REQUEST_NULL) MORI_WARN_MPI(MPI_Request_free(&r));
 }
 
 struct NodeKey {
@@ -73,45 +73,74 @@ void check_node_id(const std::string& node_id) {
   if (node_id.size() > 31) throw UsageError("--node-id / MORI_NODE_ID: at most 31 characters");
 }
 
-void check_mpi(int rc, const char* call, const char* file, int line) {
-  if (rc == MPI_SUCCESS) return;
+namespace {
+// MPI's text for an error code; outside MPI_Init..MPI_Finalize (where MPI_Error_string may not be called) the
+// code.
+std::string mpi_error_name(int rc) {
+  const std::string code = "MPI error code " + std::to_string(rc);
+  int inited = 0, fin = 0;
+  if (MPI_Initialized(&inited) != MPI_SUCCESS || !inited || MPI_Finalized(&fin) != MPI_SUCCESS || fin)
+    return code + " (MPI not running)";
   char buf[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
-  MPI_Error_string(rc, buf, &len);
-  throw ApiError(call, file, line, std::string(buf, static_cast<std::size_t>(len)));
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS || len <= 0) return code;
+  return std::string(buf, static_cast<std::size_t>(len));
+}
+}  // namespace
+
+void check_mpi(int rc, const char* call, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  throw ApiError(call, file, line, mpi_error_name(rc));
+}
+
+bool warn_mpi(int rc, const char* call, const char* file, int line) noexcept {
+  if (rc == MPI_SUCCESS) return true;
+  try {
+    spdlog::warn("{}", ApiError(call, file, line, mpi_error_name(rc)).what());
+  } catch (...) {  // the warning could not be made (memory): the call's result is still returned
+  }
+  return false;
+}
+
+int world_rank_noexcept() noexcept {
+  int rank = 0;
+  return MORI_WARN_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank)) ? rank : 0;
+}
+
+int world_size_noexcept() noexcept {
+  int size = 1;
+  return MORI_WARN_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size)) ? size : 1;
 }
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int inited = 0;
-  MPI_Initialized(&inited);
+  MORI_CHECK_MPI(MPI_Initialized(&inited));
   if (!inited) {
     prepare_process_environment();
     MORI_CHECK_MPI(MPI_Init(argc, argv));
   }
   // Errors come back as codes, so that every failure is a typed exception with the call named.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MORI_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 }
 
 MpiSession::~MpiSession() {
   if (finalized_) return;
   int fin = 0;
-  MPI_Finalized(&fin);
-  if (!fin) MPI_Finalize();
+  if (MORI_WARN_MPI(MPI_Finalized(&fin)) && !fin) MORI_WARN_MPI(MPI_Finalize());
 }
 
 int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
-  int world = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const int world = world_size_noexcept();
   std::fflush(stdout);
   std::fflush(stderr);
   if (world == 1) return exit_code;
   MPI_Request req;
-  if (MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS) {
+  if (MORI_WARN_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &req))) {
     int done = 0;
     poll_until(
         [&] {
-          MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-          return done != 0;
+          // A failed test ends the wait: the job is then aborted below, as for a rank that never came.
+          return !MORI_WARN_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE)) || done != 0;
         },
         detail::deadline_after(bound_s));
     if (done) return exit_code;  // every rank reached the end: MPI_Finalize in the destructor
@@ -128,7 +157,7 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
     : timeout_s_(timeout_s) {
   SetupStep timed(Setup::bootstrap);
   MORI_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MORI_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MORI_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   MORI_CHECK_MPI(MPI_Comm_size(comm_, &world_));
   log::set_rank(rank_);
@@ -139,7 +168,7 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
   MORI_CHECK_MPI(MPI_Comm_rank(shared, &host_local_rank_));
   int leader = rank_;
   MORI_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared));
-  MPI_Comm_free(&shared);
+  MORI_CHECK_MPI(MPI_Comm_free(&shared));
 
   NodeKey mine{};
   std::strncpy(mine.host, detail::host_name().c_str(), sizeof(mine.host) - 1);
@@ -176,8 +205,7 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
 Bootstrap::~Bootstrap() {
   if (comm_ != MPI_COMM_NULL) {
     int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin) MPI_Comm_free(&comm_);
+    if (MORI_WARN_MPI(MPI_Finalized(&fin)) && !fin) MORI_WARN_MPI(MPI_Comm_free(&comm_));
   }
 }
 
@@ -248,8 +276,8 @@ std::vector<int> Bootstrap::ranks_not_responding() {
     MORI_CHECK_MPI(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
     if (done) continue;
     missing.push_back(p);
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
+    MORI_WARN_MPI(MPI_Cancel(&r));  // best effort (above): the rank is named missing either way
+    MORI_WARN_MPI(MPI_Request_free(&r));
   }
   return missing;
 }

@@ -165,8 +165,8 @@ Json make_meta(ToolEnv& env, const std::string& handle_type, bool collective) {
   // Not collective: this rank alone, in a world whose size MPI knows even where the bootstrap never finished.
   int world_rank = 0, world_size = static_cast<int>(all.size());
   if (!collective) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    world_rank = world_rank_noexcept();
+    world_size = world_size_noexcept();
   }
   m["world"] = world_size;
   m["ranks"] = ranks_json(env, all, collective, world_rank);

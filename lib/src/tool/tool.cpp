@@ -396,11 +396,7 @@ int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_r
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
   }
-  {
-    int world_size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    detail::warn_unfired_faults(world_rank, world_size);
-  }
+  detail::warn_unfired_faults(world_rank, world_size_noexcept());
   code = checked_stdout(spec.name, code);
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
   env.rt.reset();
@@ -417,9 +413,15 @@ int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_r
 
 int tool_main(int argc, char** argv, const ToolSpec& spec) {
   guard_standard_streams();  // before MPI or anything else opens a file (files.hpp)
-  MpiSession session(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  std::optional<MpiSession> started;
+  try {
+    started.emplace(&argc, &argv);
+  } catch (const Error& e) {  // MPI did not start: nothing to end, no rank to name but this process
+    std::fprintf(stderr, "%s: error: %s\n", spec.name.c_str(), e.what());
+    return static_cast<int>(e.code());
+  }
+  MpiSession& session = *started;
+  const int world_rank = world_rank_noexcept();
   ToolEnv env;
   env.tool = spec.name;
   for (int i = 0; i < argc; ++i) env.argv.emplace_back(argv[i]);

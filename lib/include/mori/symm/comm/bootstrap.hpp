@@ -100,4 +100,14 @@ class Bootstrap {
 void check_mpi(int rc, const char* call, const char* file, int line);
 #define MORI_CHECK_MPI(expr) ::mori::symm::check_mpi((expr), #expr, __FILE__, __LINE__)
 
+// The same check where nothing may throw (destructors, the cleanup after a failure, the tool's last steps): a
+// failed call is a warning with the same facts; returns whether the call succeeded.
+bool warn_mpi(int rc, const char* call, const char* file, int line) noexcept;
+#define MORI_WARN_MPI(expr) ::mori::symm::warn_mpi((expr), #expr, __FILE__, __LINE__)
+
+// The rank and size of MPI_COMM_WORLD where nothing may throw: 0 and 1 (with the warning) where MPI's query
+// fails.
+int world_rank_noexcept() noexcept;
+int world_size_noexcept() noexcept;
+
 }  // namespace mori::symm
