@@ -388,12 +388,19 @@ def compare(base, cur, metrics, floor=None, ab=False):
             elif abs(delta) <= allow:
                 v = "SAME"
                 if allow > GATE_JUDGE_LIMIT:
-                    own = (f"{_pct(within)} p95/p50 within a run" if allow == within + fl else
-                           f"{_pct(between)} across {n} runs")
-                    v, why = CANNOT_JUDGE, (f"too noisy for one baseline run: its own spread ({own}) gives an "
-                                            f"allowance of {_pct(allow)}, wider than the {_pct(GATE_JUDGE_LIMIT)} "
-                                            "the gate resolves; judge it with --ab (interleaved runs, a rank test) "
-                                            "or a baseline of more runs")
+                    if allow != within + fl:
+                        source = f"its own spread ({_pct(between)} across {n} runs) gives"
+                    elif fl > GATE_JUDGE_LIMIT:  # the margin alone is wider than the gate resolves
+                        kind = ("a host barrier in its time" if ident.sync == "host" and fl == GATE_FLOOR_HOST_SYNC
+                                else "--tolerance")
+                        source = (f"its margin between runs ({_pct(fl)}: {kind}) and its own spread "
+                                  f"({_pct(within)} p95/p50 within a run) give")
+                    else:
+                        source = f"its own spread ({_pct(within)} p95/p50 within a run) gives"
+                    v, why = CANNOT_JUDGE, (f"too noisy for one baseline run: {source} an allowance of "
+                                            f"{_pct(allow)}, wider than the {_pct(GATE_JUDGE_LIMIT)} the gate "
+                                            "resolves; judge it with --ab (interleaved runs, a rank test) or a "
+                                            "baseline of more runs")
             else:
                 v = "FASTER" if better > 0 else "SLOWER"
             verdict = Verdict(ident, m, b, c, delta, allow, fl, between, within, n, v)
