@@ -10,6 +10,7 @@ usage: scripts_hostile_test.py BIN_DIR MPIRUN...
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -229,7 +230,15 @@ check("evidence: the refused archive targets are as they were", state(os.path.jo
 
 private_tmp = tempfile.mkdtemp(dir=TMP, prefix="evidence-tmpdir-")
 out_dir = os.path.join(d, "results")
-p = subprocess.Popen([*EVIDENCE, "--out", out_dir], cwd=ROOT, env=dict(os.environ, TMPDIR=private_tmp, **EV_ENV),
+# A launcher that takes its time, so that SIGTERM finds the run inside its first step whatever the machine's speed
+# (the host preset's steps take a tenth of a second each: a run could end before the signal); the step's process
+# group, this sleep included, is what evidence must end.
+slow_launcher = os.path.join(d, "slow-launcher")
+with open(slow_launcher, "w") as f:
+    f.write("#!/bin/sh\nsleep 300\nexec " + " ".join(shlex.quote(a) for a in MPIRUN) + ' "$@"\n')
+os.chmod(slow_launcher, 0o755)
+p = subprocess.Popen([*EVIDENCE, "--out", out_dir], cwd=ROOT,
+                     env=dict(os.environ, TMPDIR=private_tmp, **dict(EV_ENV, MORI_MPIRUN=slow_launcher)),
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
 seen, t_start = [], time.monotonic()
 for line in p.stdout:  # the run has begun its steps: the work folder exists and a step's job is running
