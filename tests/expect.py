@@ -2,7 +2,8 @@
 """Runs a command and checks its exit code and output: the harness for tests that must fail in a given way.
 
 expect.py --code 2 [--code 3] [--grep REGEX --count N] [--absent REGEX] [--within S] -- command ...
---count N: at least N output lines match REGEX (e.g. one per rank). --within: the command must end in S seconds.
+--count N: at least N matches of REGEX in the output (e.g. one per rank), counted line by line, several on one line
+where a launcher joined two ranks' lines. --within: the command must end in S seconds.
 """
 import argparse
 import re
@@ -38,9 +39,9 @@ def main():
     lines = p.stdout.splitlines()
     for i, rx in enumerate(a.grep):
         want = a.count[i] if i < len(a.count) else 1
-        n = sum(1 for line in lines if re.search(rx, line))
+        n = sum(1 for line in lines for _ in re.finditer(rx, line))
         if n < want:
-            print(f"FAIL: {n} line(s) match /{rx}/, expected at least {want}")
+            print(f"FAIL: {n} match(es) of /{rx}/, expected at least {want}")
             ok = False
     for rx in a.absent:
         if any(re.search(rx, line) for line in lines):
