@@ -31,9 +31,9 @@ struct Options {
 };
 
 void print_table(const std::vector<ScenarioSummary>& scs) {
-  std::printf("%-22s %5s %-10s %-10s %s\n", "scenario", "world", "outcome", "expected", "detail");
+  std::printf("%-22s %5s %-13s %-18s %s\n", "scenario", "world", "outcome", "expected", "detail");
   for (const auto& s : scs)
-    std::printf("%-22s %5d %-10s %-10s %s\n", s.name.c_str(), s.world, to_string(s.outcome), expected_text(s),
+    std::printf("%-22s %5d %-13s %-18s %s\n", s.name.c_str(), s.world, to_string(s.outcome), expected_text(s),
                 s.detail.c_str());
 }
 
@@ -160,7 +160,7 @@ void validate(Options& o) {
     MORI_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     if (rank == 0)
       for (const auto& s : teardown_scenarios())
-        std::printf("%-22s %s (expected: %s)\n", s.name, s.line, to_string(s.expected));
+        std::printf("%-22s %s (expected: %s)\n", s.name, s.line, expected_text(s));
     throw CLI::Success();
   }
   if (o.scenario != "all" && !find_teardown_scenario(o.scenario)) {
