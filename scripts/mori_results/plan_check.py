@@ -40,32 +40,57 @@ def load_table(path):
 def _facts(doc):
     """What a case of the table matches on; "placement" is the rows' plan placement (their field "placement")."""
     meta = doc.get("meta") or {}
-    ranks = meta.get("ranks") or []
-    names = {r.get("device_name") for r in ranks if isinstance(r, dict) and r.get("device_name")}
+    ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict)]
+    names = {r.get("device_name") for r in ranks if r.get("device_name")}
+    archs = {r.get("arch") for r in ranks if r.get("arch")}
     rows = doc.get("results") or []
     placements = {r.get("placement") for r in rows}
-    return {"platform": meta.get("platform"), "devices": names, "world": meta.get("world"),
+    return {"platform": meta.get("platform"), "devices": names, "archs": archs, "world": meta.get("world"),
             "placement": placements.pop() if len(placements) == 1 else None,
             "plan_policy": meta.get("plan_policy") or "placement"}
 
 
-def find_case(table, doc):
-    """The first case whose match fits the report, or None."""
+# How near a case's GPU is to the report's, as the automatic tables take the nearest measured GPU
+# (docs/mori-a2a.md "The automatic tables"): 0 the model (match.device), 1 the same arch (match.arch), 2 the
+# same vendor (the platform alone).
+NEARNESS = ("the GPU model", "the same arch", "the same vendor")
+
+
+def _nearness(m, f):
+    if "device" not in m or any(m["device"].lower() in n.lower() for n in f["devices"]):
+        return 0
+    if m.get("arch") in f["archs"]:
+        return 1
+    return 2
+
+
+def _fits(m, f):
+    """Whether a case's match fits the report in everything but the GPU model."""
+    if not m:
+        return False
+    if m.get("platform") not in (None, f["platform"]) or m.get("placement") != f["placement"]:
+        return False
+    if "world" in m and m["world"] != f["world"]:
+        return False
+    return m.get("plan_policy", "placement") == f["plan_policy"]
+
+
+def find_case_nearest(table, doc):
+    """(case, nearness): the first case that fits the report on its GPU model, else the first on the same arch,
+    else the first of the same vendor (a GPU the table has no case for checks against the nearest measured
+    GPU's, as its plan read that GPU's cells); (None, None) where no case fits."""
     f = _facts(doc)
-    for c in table["cases"]:
-        m = c.get("match") or {}
-        if not m:
-            continue
-        if m.get("platform") not in (None, f["platform"]) or m.get("placement") != f["placement"]:
-            continue
-        if "world" in m and m["world"] != f["world"]:
-            continue
-        if m.get("plan_policy", "placement") != f["plan_policy"]:
-            continue
-        if "device" in m and not any(m["device"].lower() in n.lower() for n in f["devices"]):
-            continue
-        return c
-    return None
+    fitting = [c for c in table["cases"] if _fits(c.get("match") or {}, f)]
+    for level in range(len(NEARNESS)):
+        for c in fitting:
+            if _nearness(c["match"], f) == level:
+                return c, level
+    return None, None
+
+
+def find_case(table, doc):
+    """The case the report is checked against (find_case_nearest), or None."""
+    return find_case_nearest(table, doc)[0]
 
 
 def _hand(cfg):
@@ -74,7 +99,7 @@ def _hand(cfg):
 
 
 def check_report(table, doc, report="report", plan_placement=None):
-    """{"case", "rows", "checked", "differs": [...], "uncovered": [...], "by_hand": n}. A row differs where a
+    """{"case", "case_by"?, "rows", "checked", "differs": [...], "uncovered": [...], "by_hand": n}. A row differs where a
     field of its plan is not the table cell's, or where its plan placement (the row's field "placement") is not
     `plan_placement` (what the run's machine is: one_rank_per_gpu on a node); it is uncovered where the table has no
     cell for it (a failure where every choice was the plan's, listed only where the options chose by hand)."""
@@ -87,7 +112,7 @@ def check_report(table, doc, report="report", plan_placement=None):
         out["differs"] += [f"{report} row {i} (chunk {r.get('chunk_bytes')} B): placement "
                            f"{json.dumps(r.get('placement'))}, the machine is {plan_placement}"
                            for i, r in enumerate(rows) if r.get("placement") != plan_placement]
-    c = find_case(table, doc)
+    c, near = find_case_nearest(table, doc)
     f = _facts(doc)
     if c is None:
         out["uncovered"].append(f"no case of the table matches (platform {f['platform']}, placement "
@@ -96,6 +121,9 @@ def check_report(table, doc, report="report", plan_placement=None):
         out["automatic"] = not _hand(cfg) and cfg.get("protocol") in (None, "auto")
         return out
     out["case"] = c["name"]
+    if near:  # a GPU the table has no case for: the nearest measured GPU's case, said so
+        out["case_by"] = (f"nearest GPU: {NEARNESS[near]} ({', '.join(sorted(f['archs']))}); no case for "
+                          f"{', '.join(sorted(f['devices']))}")
     hand = _hand(cfg)
     proto_given = cfg.get("protocol") not in (None, "auto")
     out["automatic"] = not hand and not proto_given

@@ -141,7 +141,19 @@ const Kernels& kernels_for(const std::string& arch) {
   return all[arch] = Kernels{c.lowered, kernel_resources(c.image)};
 }
 
-// The first case of the table whose match fits the report (scripts/mori_results/plan_check.py find_case).
+// How near a case's GPU is to the report's: 0 the model (match.device), 1 the same arch, 2 the same vendor.
+int nearness(const Json& m, const Json& meta) {
+  if (!m.contains("device")) return 0;
+  bool arch = false;
+  for (const auto& r : meta.at("ranks")) {
+    if (r.value("device_name", "").find(m.at("device").get<std::string>()) != std::string::npos) return 0;
+    arch = arch || (m.contains("arch") && r.value("arch", "") == m.at("arch").get<std::string>());
+  }
+  return arch ? 1 : 2;
+}
+
+// The case of the table the report is checked against (scripts/mori_results/plan_check.py
+// find_case_nearest): the first that fits on the GPU model, else on the arch, else on the platform.
 const Json* case_of(const Json& table, const Json& doc) {
   const Json& meta = doc.at("meta");
   std::string placement;
@@ -150,21 +162,20 @@ const Json* case_of(const Json& table, const Json& doc) {
     if (!placement.empty() && p != placement) return nullptr;
     placement = p;
   }
+  const Json* best = nullptr;
+  int best_level = 3;
   for (const auto& c : table.at("cases")) {
     const Json& m = c.at("match");
     if (m.contains("platform") && m.at("platform") != meta.value("platform", "")) continue;
     if (m.value("placement", "") != placement) continue;
     if (m.contains("world") && m.at("world") != meta.value("world", 0)) continue;
     if (m.value("plan_policy", "placement") != meta.value("plan_policy", "placement")) continue;
-    if (m.contains("device")) {
-      bool any = false;
-      for (const auto& r : meta.at("ranks"))
-        any = any || r.value("device_name", "").find(m.at("device").get<std::string>()) != std::string::npos;
-      if (!any) continue;
+    if (const int level = nearness(m, meta); level < best_level) {
+      best = &c;
+      best_level = level;
     }
-    return &c;
   }
-  return nullptr;
+  return best;
 }
 
 // One committed evidence run's mori-a2a report (no fault armed) with the case it matches.
@@ -174,9 +185,16 @@ struct RecordedRun {
   Json doc, probe;
 };
 
+// A case and the GPU model its run was on: an H100's run checked against the H200's case (the nearest) does
+// not hide the H200's own run.
+std::string run_key(const RecordedRun& r) {
+  const Json& ranks = r.doc.at("meta").at("ranks");
+  return r.case_name + "|" + (ranks.empty() ? "" : ranks.at(0).value("device_name", ""));
+}
+
 std::vector<RecordedRun> newest_run_per_case(const Json& table) {
   std::vector<RecordedRun> all;
-  std::map<std::string, std::string> newest;  // case -> the newest run's start
+  std::map<std::string, std::string> newest;  // case and GPU model -> the newest run's start
   for (const auto& e : fs::recursive_directory_iterator(MORI_RESULTS_DIR)) {
     if (e.path().filename() != "manifest.json") continue;
     if (fs::relative(e.path(), MORI_RESULTS_DIR).begin()->string() == "lab") continue;
@@ -195,19 +213,20 @@ std::vector<RecordedRun> newest_run_per_case(const Json& table) {
       if (!c) continue;
       all.push_back({folder, f.path(), m.value("started", ""), c->at("name").get<std::string>(),
                      std::move(doc), probe});
-      std::string& n = newest[all.back().case_name];
+      std::string& n = newest[run_key(all.back())];
       n = std::max(n, all.back().started);
     }
   }
   std::vector<RecordedRun> out;
   for (auto& r : all)
-    if (r.started == newest.at(r.case_name)) out.push_back(std::move(r));
+    if (r.started == newest.at(run_key(r))) out.push_back(std::move(r));
   return out;
 }
 
 // The L2 of a device, which no committed report records; the figure its runtime reports.
 std::uint64_t l2_bytes_of(const std::string& device_name) {
   if (device_name.find("H200") != std::string::npos) return std::uint64_t{50} << 20;
+  if (device_name.find("H100") != std::string::npos) return std::uint64_t{50} << 20;
   return 0;
 }
 
@@ -337,6 +356,9 @@ TEST(A2aPlanReplay, CommittedGpuRunsReplayUnchanged) {
           << what << ": source_cache";
       if (r.contains("table_world")) {
         EXPECT_EQ(plan.table_world, r.at("table_world").get<int>()) << what << ": table_world";
+      }
+      if (r.contains("table_device")) {
+        EXPECT_EQ(plan.table_device, r.at("table_device").get<std::string>()) << what << ": table_device";
       }
       ++rows;
     }

@@ -88,3 +88,44 @@ TEST(A2aTableWorld, TheRowRecordsTheTableWorld) {
   r.table_world = 2;
   EXPECT_EQ(to_json(r).at("table_world").get<int>(), 2);
 }
+
+// The automatic tables' device dimension: a GPU with no cell of its own reads the nearest measured GPU's
+// (the same arch, then the same vendor) and says so; the row records it (mori.a2a/2 "table_device").
+TEST(A2aTableDevice, AnH100ReadsTheH200CellsAsTheSameArch) {
+  A2aFacts f = h200_facts(8, false);
+  f.platform = Platform::cuda;
+  f.device.name = "NVIDIA H100 80GB HBM3";
+  EXPECT_EQ(a2a_chunk_plan(A2aConfig{}, f, 4096).table_device, "NVIDIA H200");
+  const std::string note = a2a_table_note(f);
+  EXPECT_NE(note.find("no cell measured on NVIDIA H100 80GB HBM3 (sm_90)"), std::string::npos) << note;
+  EXPECT_NE(note.find("NVIDIA H200 (sm_90, the same arch)"), std::string::npos) << note;
+  // The H200 itself: no note.
+  A2aFacts h = h200_facts(8, false);
+  h.platform = Platform::cuda;
+  EXPECT_EQ(a2a_table_note(h), "");
+  EXPECT_EQ(a2a_chunk_plan(A2aConfig{}, h, 4096).table_device, "NVIDIA H200");
+}
+
+TEST(A2aTableDevice, DistanceOrdersModelArchVendor) {
+  const A2aTableCell& c = a2a_table_cell(false, 8);
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.arch = "sm_90";
+  EXPECT_EQ(a2a_table_device_distance(c, d), 0);
+  d.name = "NVIDIA H100 PCIe";
+  EXPECT_EQ(a2a_table_device_distance(c, d), 1);
+  d.name = "NVIDIA B200";
+  d.arch = "sm_100";
+  EXPECT_EQ(a2a_table_device_distance(c, d), 2);
+  d.name = "AMD Instinct MI300X";
+  d.arch = "gfx942";
+  EXPECT_EQ(a2a_table_device_distance(c, d), 3);
+  d.arch = "";  // the host runtime: no GPU
+  EXPECT_EQ(a2a_table_device_distance(c, d), 3);
+}
+
+TEST(A2aTableDevice, TheRowRecordsTheTableDevice) {
+  A2aResult r;
+  r.table_device = "NVIDIA H200";
+  EXPECT_EQ(to_json(r).at("table_device").get<std::string>(), "NVIDIA H200");
+}

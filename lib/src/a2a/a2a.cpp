@@ -352,6 +352,7 @@ struct A2aBench::Impl {
     r.physical = plan.physical;
     r.placement = to_string(placement_class(placement));
     r.table_world = plan.table_world;
+    r.table_device = plan.table_device;
   }
 };
 

@@ -186,6 +186,7 @@ Json to_json(const A2aResult& r) {
   j["source_cache"] = r.source_cache;
   j["placement"] = r.placement;
   j["table_world"] = r.table_world;
+  j["table_device"] = r.table_device;
   j["iters"] = r.iters;
   j["samples"] = r.time_us.samples;
   j["time_us"] = {{"min", r.time_us.min},

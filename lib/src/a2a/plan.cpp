@@ -40,12 +40,22 @@ constexpr std::size_t kNever = ~std::size_t{0};
 //   us,
 //     32 blocks 31.8 us).
 //   unroll: 8 from 16 MiB (measured 1.3% faster there on the H200).
-// Nothing was measured at 4 ranks or at 8 distinct GPUs: those plans read the cells above.
+// Nothing was measured at 4 ranks or at 8 distinct GPUs: those plans read the cells above. Nothing was
+// measured on another GPU model: an H100 (sm_90 too) reads the H200's cells, an AMD GPU the nearest cell of
+// any GPU.
 constexpr A2aTableCell kCells[] = {
     {true, 2, 16 * MiB, kNever, 32, 16 * MiB,
-     "results/h200x2/protocol-sweep/, protocol-sweep-copy/, results/lab/h200x2/bpp-sweep/"},
-    {false, 8, 64 * MiB, 64 * MiB, 0, 16 * MiB, "results/h200/protocol-sweep-scope/"},
+     "results/h200x2/protocol-sweep/, protocol-sweep-copy/, results/lab/h200x2/bpp-sweep/", "NVIDIA H200",
+     "sm_90"},
+    {false, 8, 64 * MiB, 64 * MiB, 0, 16 * MiB, "results/h200/protocol-sweep-scope/", "NVIDIA H200", "sm_90"},
 };
+
+// The vendor's part of an arch name: "sm_" (NVIDIA) or "gfx" (AMD); "" for none.
+std::string arch_family(const std::string& arch) {
+  for (const char* p : {"sm_", "gfx"})
+    if (arch.rfind(p, 0) == 0) return p;
+  return "";
+}
 
 // How far apart two world sizes are, for the nearest cell: by ratio (2 is as near to 4 as 8 is).
 double world_distance(int a, int b) {
@@ -114,12 +124,19 @@ bool source_evict_first(const A2aConfig& cfg, const A2aFacts& f, std::size_t chu
 }
 
 const A2aTableCell& table_cell_of(const A2aFacts& f) {
-  return a2a_table_cell(policy_one_per_device(f), world_of(f));
+  return a2a_table_cell(policy_one_per_device(f), world_of(f), f.device);
 }
 
 }  // namespace
 
-const A2aTableCell& a2a_table_cell(bool remote, int world) {
+int a2a_table_device_distance(const A2aTableCell& c, const DeviceInfo& device) {
+  if (device.arch.empty()) return 3;
+  if (device.name == c.device) return 0;
+  if (device.arch == c.arch) return 1;
+  return arch_family(device.arch) == arch_family(c.arch) && !arch_family(c.arch).empty() ? 2 : 3;
+}
+
+const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo& device) {
   const A2aTableCell* best = nullptr;
   for (const auto& c : kCells) {
     if (c.remote != remote) continue;
@@ -127,19 +144,30 @@ const A2aTableCell& a2a_table_cell(bool remote, int world) {
       best = &c;
       continue;
     }
+    const int dd = a2a_table_device_distance(c, device), bd = a2a_table_device_distance(*best, device);
     const double d = world_distance(c.world, world), b = world_distance(best->world, world);
-    if (d < b || (d == b && c.world < best->world)) best = &c;
+    if (dd < bd || (dd == bd && (d < b || (d == b && c.world < best->world)))) best = &c;
   }
   return *best;  // every placement has a cell (kCells)
 }
 
 std::string a2a_table_note(const A2aFacts& f) {
   const A2aTableCell& c = table_cell_of(f);
-  if (c.world == world_of(f)) return "";
-  return "the automatic tables have no cell measured at " + std::to_string(world_of(f)) + " ranks " +
-         (c.remote ? "on distinct devices" : "sharing one device") +
-         ": the plan reads the nearest, measured at " + std::to_string(c.world) + " ranks (" + c.source +
-         "); rows say table_world " + std::to_string(c.world);
+  const bool host = f.platform == Platform::host;
+  const int dd = a2a_table_device_distance(c, f.device);
+  std::string note;
+  if (c.world != world_of(f))
+    note = "the automatic tables have no cell measured at " + std::to_string(world_of(f)) + " ranks " +
+           (c.remote ? "on distinct devices" : "sharing one device") +
+           ": the plan reads the nearest, measured at " + std::to_string(c.world) + " ranks (" + c.source +
+           "); rows say table_world " + std::to_string(c.world);
+  if (!host && dd > 0) {
+    static constexpr const char* kHow[] = {"", "the same arch", "the same vendor", "another vendor"};
+    note += std::string(note.empty() ? "" : "; ") + "the automatic tables have no cell measured on " +
+            f.device.name + " (" + f.device.arch + "): the plan reads the nearest GPU's, " + c.device + " (" +
+            c.arch + ", " + kHow[dd] + "); rows say table_device " + c.device;
+  }
+  return note;
 }
 
 const char* to_string(PlacementClass c) noexcept {
@@ -243,6 +271,7 @@ A2aChunkPlan a2a_chunk_plan(const A2aConfig& cfg, const A2aFacts& f, std::size_t
   p.chunk = chunk;
   p.protocols = a2a_protocols(cfg, chunk, policy_one_per_device(f), world_of(f));
   p.table_world = table_cell_of(f).world;
+  p.table_device = table_cell_of(f).device;
   p.ceiling_copies = {a2a_push_plan(cfg, f, Addressing::ptr, false, chunk, Protocol::simple, false)};
   const detail::PushSpec configured = a2a_push_plan(cfg, f, Addressing::ptr, false, chunk);
   const auto& first = p.ceiling_copies[0];

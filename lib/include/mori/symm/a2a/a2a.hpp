@@ -103,6 +103,7 @@ struct A2aResult {
   std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
   std::string placement = "one_gpu";  // the plan's placement class (a2a_plan.hpp PlacementClass)
   int table_world = 0;  // the world the automatic tables' cell was measured at (a2a_plan.hpp A2aTableCell)
+  std::string table_device;           // the GPU that cell was measured on (a2a_plan.hpp A2aTableCell)
   std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;

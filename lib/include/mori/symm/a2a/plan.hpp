@@ -50,7 +50,7 @@ PlacementClass placement_class(const detail::DevicePlacement& pl);
 
 // One cell of the automatic tables (docs/mori-a2a.md "The automatic tables"): the protocol, blocks-per-peer
 // and unroll choices measured for one placement (peers on other GPUs, or ranks sharing one GPU) at one world
-// size. The cells live in lib/src/a2a/plan.cpp, each citing its measurements.
+// size on one GPU model. The cells live in lib/src/a2a/plan.cpp, each citing its measurements.
 struct A2aTableCell {
   bool remote = false;          // peers on other GPUs (else ranks sharing one GPU)
   int world = 0;                // the ranks it was measured at
@@ -59,12 +59,19 @@ struct A2aTableCell {
   int bpp_floor = 0;            // blocks per peer: at least min(this, one 16-byte vector per thread); 0: none
   std::size_t unroll8_from = 0;  // unroll 8 from this chunk, else 4
   const char* source = "";       // the measurements behind it (results/...)
+  const char* device = "";       // the GPU it was measured on (DeviceInfo::name)
+  const char* arch = "";         // that GPU's arch (DeviceInfo::arch: sm_90, gfx942)
 };
-// The cell a plan for `world` ranks reads: the one measured at that world, else the nearest measured one
-// (nearest by ratio of world sizes, the smaller on a tie); the plan says which (A2aChunkPlan::table_world).
-const A2aTableCell& a2a_table_cell(bool remote, int world);
-// "" where the cell the plan reads was measured at the facts' world; else one line saying which cell it
-// takes.
+// The cell a plan for `world` ranks on `device` reads: the nearest measured GPU first (that model, else the
+// same arch, else the same vendor, else any; the host runtime has no GPU and takes any), then the nearest
+// world (by ratio of world sizes, the smaller on a tie); the plan says which (A2aChunkPlan::table_world,
+// table_device).
+const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo& device = {});
+// How near the GPU a cell was measured on is to `device`: 0 that model, 1 the same arch, 2 the same vendor
+// (arch family: sm_ or gfx), 3 another (and for a device of no arch: the host runtime).
+int a2a_table_device_distance(const A2aTableCell& c, const DeviceInfo& device);
+// "" where the cell the plan reads was measured at the facts' world on the facts' GPU model (or any, on the
+// host runtime); else one line saying which cell it takes.
 std::string a2a_table_note(const A2aFacts& f);
 
 // One chunk's plan.
@@ -73,7 +80,8 @@ struct A2aChunkPlan {
   std::vector<Protocol> protocols;               // the device-sync rows' protocols (as given, else auto)
   std::vector<detail::PushSpec> ceiling_copies;  // SM-copy shapes the ceiling measures (auto first)
   PhysicalLimit physical;
-  int table_world = 0;  // the world the automatic tables' cell was measured at ("table_world" in a row)
+  int table_world = 0;       // the world the automatic tables' cell was measured at ("table_world" in a row)
+  std::string table_device;  // the GPU that cell was measured on ("table_device" in a row)
 };
 
 // Refusals that depend on the facts (UsageError, exit 2): MIG instances, --signal-scope device where not
