@@ -31,6 +31,7 @@ struct Options {
   std::string stride_quantum = "0";
   std::string graph = "auto";        // --graph: "auto" (default_graph_iters) or K
   std::string handle_type = "auto";  // --handle-type, parsed into cfg.handle_type
+  std::string csv;                   // --csv: "" = none, "-" = stdout
   A2aConfig cfg;
 };
 
@@ -121,6 +122,8 @@ Json cycle_json(ToolEnv& env, int cycle, std::uint64_t wrong) {
 }
 
 int run(ToolEnv& env, Options& o) {
+  if (o.csv == "-" && env.common.json == "-")
+    throw UsageError("--csv - and --json -: only one of them can take stdout");
   // --graph auto: device sync in a graph wherever a GPU runtime measures device sync (docs/mori-a2a.md "The
   // best mode"); the host runtime has no graphs, so its default stays cheap.
   if (o.graph == "auto") o.cfg.graph = default_graph_iters(o.cfg, env.rt->platform() == Platform::host);
@@ -159,11 +162,12 @@ int run(ToolEnv& env, Options& o) {
   for (const auto& b : best) summary.push_back(to_json(b));
   doc["best"] = summary;
   if (env.is_root()) {
-    if (env.common.json != "-") {
+    if (env.common.json != "-" && o.csv != "-") {
       print_table(results, env.boot->world(), time_sliced);
       for (const auto& b : best) std::printf("# %s\n", format_best(b).c_str());
     }
     if (!env.common.json.empty()) write_json(env.common.json, doc);
+    if (!o.csv.empty()) write_output(o.csv, csv_of_rows(rs));
     if (wrong)
       std::fprintf(stderr, "mori-a2a: %llu wrong element(s)\n", static_cast<unsigned long long>(wrong));
   }
@@ -224,6 +228,9 @@ void declare_options(CLI::App& app, Options& o) {
   app.add_option("--handle-type", o.handle_type, "auto | posix_fd | fabric")->capture_default_str();
   app.add_option("--stride-quantum", o.stride_quantum, "Round the LSA stride up to this (e.g. 4G); 0 = off")
       ->capture_default_str();
+  app.add_option("--csv", o.csv,
+                 "Also write the rows as CSV to PATH ('-' = stdout): one line per row, the JSON's row fields "
+                 "(nested ones as time_us.p50)");
 }
 
 // After parsing, before any MPI traffic: every option checked and turned into the configuration.
@@ -252,6 +259,7 @@ void validate(Options& o) {
   o.cfg.handle_type = parse_handle_choice(o.handle_type);
   o.cfg.stride_quantum = o.stride_quantum == "0" ? 0 : parse_size("--stride-quantum", o.stride_quantum);
   o.cfg.graph = parse_graph(o.graph);
+  check_output_path("--csv", o.csv);
   int world = 1;
   MORI_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   validate_a2a(o.cfg, world, 0, false);
