@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """docs/ci.md stays true: both CI jobs on the page run exactly the commands of its marked block, and those
-commands work here, on the host runtime: scripts/evidence with the suite's build as MORI_BIN, then perf-check
+commands work here, on the host runtime: scripts/evidence (preset host) with the suite's build as MORI_BIN, then perf-check
 against that run's own evidence as MORI_BASELINE (every verdict SAME or CANNOT_JUDGE: exit 0), writing a JUnit
 XML that parses and a Markdown summary that says PASS. scripts/build is the suite's own build step (not run again).
 The evidence refuses a tree with changes: in a checkout with changes, or without .git, the run is NOT RUN and the
@@ -44,7 +44,7 @@ else:
     with tempfile.TemporaryDirectory() as tmp:
         for d in ("scripts", "results"):
             os.symlink(os.path.join(ROOT, d), os.path.join(tmp, d))
-        env = dict(os.environ, MORI_BIN=BIN, MORI_MPIRUN=" ".join(MPIRUN),
+        env = dict(os.environ, MORI_BIN=BIN, MORI_MPIRUN=" ".join(MPIRUN), MORI_PRESET="host",
                    MORI_BASELINE=os.path.join(tmp, "ci-evidence"))
         for cmd in block[1:]:
             p = subprocess.run(["bash", "-c", cmd], cwd=tmp, env=env, stdout=subprocess.PIPE,
