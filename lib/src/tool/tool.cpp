@@ -375,7 +375,10 @@ void start_runtime(ToolEnv& env, const ToolSpec& spec) {
 // a bound expired, wherever (the bootstrap included), the tool's report of what happened, without waiting for
 // its peers.
 int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
-  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+  // Option values and paths in the message are the user's bytes: escaped, so that the error stays one line
+  // and a value cannot drive the terminal (docs/reliability.md, "Echoed text").
+  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(),
+               detail::printable(e.what()).c_str());
   if (e.code() == ExitCode::timeout && spec.bound_expired) {
     try {
       spec.bound_expired(env, e.what());
@@ -441,7 +444,8 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   } catch (const Error& e) {
     code = exit_code_of(e, env, spec);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(),
+                 detail::printable(e.what()).c_str());
     code = static_cast<int>(ExitCode::runtime);
   }
   return end_run(session, env, spec, world_rank, code, end_bound);
