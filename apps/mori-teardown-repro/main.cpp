@@ -73,7 +73,7 @@ int report(ToolEnv& env, const Options& o, const TeardownJob& job, const Teardow
   // Rank 0 alone reads the journals (world journals of world-sized steps each) and says the verdict to the
   // others: every rank reading all of them was O(world^2) work per rank.
   std::vector<ScenarioSummary> scs;
-  if (env.is_root()) scs = summarize_job(job.journal_dir, run.write_errors);
+  if (env.is_root()) scs = summarize_job(job, env.boot->world(), run.write_errors);
   if (!run.write_errors.empty()) {
     Json je = Json::array();
     std::string list;
