@@ -394,12 +394,15 @@ int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
 // returned before MPI ends, and the last barrier.
 int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_rank, int code,
             double end_bound) {
-  try {
-    (void)build_stale(env);  // the warning, where no report asked yet
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
+  // A usage error is one line (docs/reliability.md): nothing ran, so no warning about the run follows it.
+  if (code != static_cast<int>(ExitCode::usage)) {
+    try {
+      (void)build_stale(env);  // the warning, where no report asked yet
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
+    }
+    detail::warn_unfired_faults(world_rank, world_size_noexcept());
   }
-  detail::warn_unfired_faults(world_rank, world_size_noexcept());
   code = checked_stdout(spec.name, code);
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
   env.rt.reset();
