@@ -33,6 +33,7 @@ struct Options {
   std::string handle_type = "auto";  // --handle-type, parsed into cfg.handle_type
   std::string csv;                   // --csv: "" = none, "-" = stdout
   A2aConfig cfg;
+  const CLI::Option* protocol_given = nullptr;  // --protocol as given: refused where it does not apply
 };
 
 void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) {
@@ -184,11 +185,12 @@ void declare_options(CLI::App& app, Options& o) {
   app.add_option("-f,--factor", o.factor, "Sweep factor")->capture_default_str();
   app.add_option("--addressing", o.addressing, "ptr | lsa | both")->capture_default_str();
   app.add_option("--sync", o.sync, "host | device | both")->capture_default_str();
-  app.add_option("--protocol", o.protocol,
-                 "Device-sync signalling: simple, direct, ll, copy (comma-separated), both "
-                 "(simple,direct), all, or "
-                 "auto (the one measured fastest at each size)")
-      ->capture_default_str();
+  o.protocol_given =
+      app.add_option("--protocol", o.protocol,
+                     "Device-sync signalling: simple, direct, ll, copy (comma-separated), both "
+                     "(simple,direct), all, or "
+                     "auto (the one measured fastest at each size)")
+          ->capture_default_str();
   app.add_option(
          "--launch", o.launch,
          "programmatic: each push may start launching while the previous kernel runs (CUDA sm_90+; it "
@@ -251,6 +253,10 @@ void validate(Options& o) {
     throw UsageError("--sync: unknown value '" + o.sync + "' (accepted: host, device, both)");
   if (o.cycles < 1 || o.cycles > 100000) throw UsageError("--cycles: must be in 1..100000");
   o.cfg.protocols = parse_protocols(o.protocol);
+  // Refused, never silently ignored (docs/mori-a2a.md): host sync has no signalling protocol.
+  if (o.protocol_given->count() > 0 && o.sync == "host")
+    throw UsageError(
+        "--protocol: the device sync's signalling; not with --sync host (use --sync device or both)");
   if (o.launch != "programmatic" && o.launch != "plain")
     throw UsageError("--launch: unknown value '" + o.launch + "' (accepted: programmatic, plain)");
   o.cfg.overlap_launch = o.launch == "programmatic";

@@ -45,6 +45,8 @@ struct Options {
   std::string expect;                // --expect FILE: a site's expectations on top of ours
   bool expect_only = false;          // --expect-only: the site's file in place of ours
   Expectations expectations;         // what --health judges against (read while validating the options)
+  const CLI::Option* pairs_given = nullptr;  // --pairs and --json as given: an option that does not apply
+  const CLI::Option* json_given = nullptr;   // is refused (validate)
 };
 
 int list_catalog(ToolEnv& env) {
@@ -318,8 +320,9 @@ void declare(CLI::App& app, Options& o) {
                "every ordered pair of ranks of a node");
   app.add_option("--matrix-mib", o.matrix_mib, "Bandwidth transfer size for --matrix, MiB")
       ->capture_default_str();
-  app.add_option("--pairs", o.mx.pairs, "--matrix: measure this many sampled pairs (0 = all)")
-      ->capture_default_str();
+  o.pairs_given = app.add_option("--pairs", o.mx.pairs, "--matrix: measure this many sampled pairs (0 = all)")
+                      ->capture_default_str();
+  o.json_given = app.get_option("--json");
   app.add_option("--rounds", o.mx.rounds, "--matrix: ping-pong round trips per pair")->capture_default_str();
   app.add_option("--iterations", o.mx.iterations, "--matrix: timed transfers per direction")
       ->capture_default_str();
@@ -377,6 +380,16 @@ void validate(Options& o) {
   o.handle = parse_handle_choice(o.handle_type);
   if ((!o.expect.empty() || o.expect_only) && !o.health) throw UsageError("--expect: only with --health");
   if (o.expect_only && o.expect.empty()) throw UsageError("--expect-only: give the file with --expect FILE");
+  // An option that does not apply is refused, never silently ignored (docs/mori-probe.md).
+  if (o.jit_precompile && (o.matrix || o.health || o.deep))
+    throw UsageError(std::string("--jit-precompile: compiles the kernels instead of probing; not with ") +
+                     (o.matrix   ? "--matrix"
+                      : o.health ? "--health"
+                                 : "--deep"));
+  if (o.pairs_given->count() > 0 && !o.matrix && !o.health)
+    throw UsageError("--pairs: only with --matrix or --health");
+  if (o.list_diagnoses && o.json_given->count() > 0)
+    throw UsageError("--list-diagnoses: prints the catalog and writes no report; not with --json");
   if (o.health) {
     o.matrix = true;
     const std::string ours = o.expect_only ? "" : default_expectations_path();

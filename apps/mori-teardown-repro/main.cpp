@@ -28,6 +28,7 @@ struct Options {
   int cycles = 10;
   std::string journal_dir;  // empty: a new per-job folder under teardown-journal/
   std::string summarize;
+  const CLI::Option* scenario_given = nullptr;  // --scenario as given: not with --summarize
 };
 
 void print_table(const std::vector<ScenarioSummary>& scs) {
@@ -73,7 +74,7 @@ int report(ToolEnv& env, const Options& o, const TeardownJob& job, const Teardow
   // Rank 0 alone reads the journals (world journals of world-sized steps each) and says the verdict to the
   // others: every rank reading all of them was O(world^2) work per rank.
   std::vector<ScenarioSummary> scs;
-  if (env.is_root()) scs = summarize_job(job.journal_dir, run.write_errors);
+  if (env.is_root()) scs = summarize_job(job, env.boot->world(), run.write_errors);
   if (!run.write_errors.empty()) {
     Json je = Json::array();
     std::string list;
@@ -143,7 +144,8 @@ int run(ToolEnv& env, const Options& o) {
 
 void declare_options(CLI::App& app, Options& o) {
   app.add_flag("--list", o.list, "List the scenarios, one line each");
-  app.add_option("--scenario", o.scenario, "A scenario name or 'all'")->capture_default_str();
+  o.scenario_given =
+      app.add_option("--scenario", o.scenario, "A scenario name or 'all'")->capture_default_str();
   app.add_option("--windows", o.windows, "Windows for divergent-order")->capture_default_str();
   app.add_option("--size", o.size, "Window size per rank (K/M/G suffixes)")->capture_default_str();
   app.add_option("--handle-type", o.handle_type, "auto | posix_fd | fabric")->capture_default_str();
@@ -163,6 +165,10 @@ void validate(Options& o) {
         std::printf("%-22s %s (expected: %s)\n", s.name, s.line, expected_text(s));
     throw CLI::Success();
   }
+  // Refused, never silently ignored (docs/mori-teardown-repro.md): --summarize runs no scenario.
+  if (!o.summarize.empty() && o.scenario_given->count() > 0)
+    throw UsageError(
+        "--summarize: reports an earlier job's journals and runs no scenario; not with --scenario");
   if (o.scenario != "all" && !find_teardown_scenario(o.scenario)) {
     std::string names;
     for (const auto& s : teardown_scenarios()) names += std::string(names.empty() ? "" : ", ") + s.name;

@@ -217,6 +217,42 @@ with tempfile.TemporaryDirectory() as tmp:
               rc == 2 and one_error(out, "the folder '/proc'", "takes no new file") and "dev name" not in out, out)
     else:
         print("note: not root: the /proc/version case (a folder that says writable and takes no file) left out")
+    # ---- 2c. --json through another user's symlink in a sticky world-writable folder (as /tmp): refused ----------
+    # The kernel's protected_symlinks rule, kept by the writer whatever the kernel's setting (docs/reliability.md).
+    if os.geteuid() == 0:
+        sticky = os.path.join(tmp, "sticky")
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        victim, created = os.path.join(tmp, "victim.json"), os.path.join(tmp, "created.json")
+        with open(victim, "w") as f:
+            f.write("keep\n")
+        a2a = [*MPIRUN, "-n", "2", A2A, "--backend", "host", "--chunk-kib", "4", "--timeout-s", "20", "--json"]
+        for what, target in [("a new name", created), ("an existing file", victim)]:
+            link = os.path.join(sticky, "to-" + what.split()[-1])
+            os.symlink(target, link)
+            os.lchown(link, 65534, 65534)
+            rc, out, _ = run([*a2a, link], timeout=60)
+            check(f"mori-a2a --json through uid 65534's symlink in a sticky folder to {what}: exit 2 up front, "
+                  "naming the link, the target not created or changed",
+                  rc == 2 and one_error(out, "sticky world-writable folder", link) and "chunk" not in out
+                  and not os.path.exists(created) and open(victim).read() == "keep\n", out)
+        rc, out, _ = run([TD, "--backend", "host", "--summarize", journal_dir(tmp, "j-sticky"), "--json",
+                          os.path.join(sticky, "to-file")])
+        check("mori-teardown-repro --summarize --json through that link: exit 2, the target unchanged",
+              rc == 2 and one_error(out, "sticky world-writable folder") and open(victim).read() == "keep\n", out)
+        plain = os.path.join(tmp, "plain")
+        os.mkdir(plain)
+        os.symlink(victim, os.path.join(plain, "link"))
+        rc, out, _ = run([*a2a, os.path.join(plain, "link")], timeout=60)
+        check("root's own symlink to a file in a folder that is not sticky: followed, the file gets the report",
+              rc == 0 and os.path.islink(os.path.join(plain, "link"))
+              and json.load(open(victim))["schema"].startswith("mori.a2a/"), out)
+        os.symlink(created, os.path.join(plain, "dangling"))
+        rc, out, _ = run([*a2a, os.path.join(plain, "dangling")], timeout=60)
+        check("root's own dangling symlink: exit 2 up front, nothing created through it",
+              rc == 2 and one_error(out, "dangling symlink") and not os.path.exists(created), out)
+    else:
+        harness.not_run("--json through another user's symlink in a sticky folder", "needs root (os.lchown)")
     rc, out, _ = run(tools["mori-probe"])
     check("--json - to a working stdout: exit 0 and the document", rc == 0 and '"schema": "mori.probe/' in out, out)
 

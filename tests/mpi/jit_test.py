@@ -184,4 +184,24 @@ with tempfile.TemporaryDirectory() as tmp:
           rc == 3 and "JIT_CACHE_UNUSABLE" in out and "sm_80_cuda: writable by group or others" in out
           and sorted(os.listdir(cache)) == ["sm_80_cuda"] and "jit: compiling a2a" not in out, out)
 
+    # 14. What is not a lock file at an entry's lock path (a folder; a symlink, here to a name that does not exist)
+    # is named as such, never called "the cache folder went away", never followed: the precompile exits 3.
+    cache = os.path.join(tmp, "c14")
+    rc, out, _ = probe({"MORI_JIT_CACHE_DIR": cache, "MORI_DISABLE_JIT": "1"}, [])
+    key = re.search(r"no cached entry ([0-9a-f]+)", out)
+    check("hostile lock: the entry's key is known", rc == 3 and key, out)
+    if key:
+        lock = os.path.join(cache, "sm_90_cuda", key.group(1) + ".lock")
+        victim = os.path.join(tmp, "c14-victim")
+        for what, make, words in [("a folder", lambda: os.mkdir(lock), "is a folder"),
+                                  ("a symlink", lambda: os.symlink(victim, lock), f"is a symlink to {victim}")]:
+            if os.path.isfile(lock) and not os.path.islink(lock):
+                os.unlink(lock)  # the lock file the first run made
+            make()
+            rc, out, _ = probe({"MORI_JIT_CACHE_DIR": cache}, ["--timeout-s", "20"], timeout=240)
+            check(f"the lock is {what}: exit 3 naming the lock and what it is, not 'went away', nothing followed",
+                  rc == 3 and f"the lock {lock} {words}" in out and "went away" not in out
+                  and not os.path.lexists(victim), out)
+            os.rmdir(lock) if os.path.isdir(lock) and not os.path.islink(lock) else os.unlink(lock)
+
 finish()

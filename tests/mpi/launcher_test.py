@@ -7,8 +7,9 @@ MPICH's mpiexec (Hydra) starting the tools of this build (Open MPI) makes every 
 exit 2 with one line naming the launcher's count and its variable, the world MPI made, the MPI the tools were
 built with and the fix, and leave nothing behind (no --json, no socket, no shm object). The same from the
 variables each launcher sets (OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_STEP_NUM_TASKS), set by hand on a process
-started alone; a value that is not a count is exit 2; a launcher whose count is the world passes, and the
-innermost launcher's variable wins over an outer one's. Part "variables" is the latter; part "mpich" the former,
+started alone; a value that is not a count is exit 2; a launcher whose count is the world passes, the
+innermost launcher's variable wins over an outer one's, except that a job of one under any variable saying more is
+refused (naming both). Part "variables" is the latter; part "mpich" the former,
 skipped with its reason without mpiexec.mpich (a failure under CI=true: scripts/deps installs it).
 
 Under an MPICH build (MORI_TEST_MPI=MPICH, tests/CMakeLists.txt) part "mpich" checks the reverse: Open MPI's
@@ -99,6 +100,15 @@ if PART == "variables":
     rc, out, js = run([os.path.join(BIN, "mori-probe")], clean_env(SLURM_STEP_NUM_TASKS="1"), "slurm-one")
     check("a launcher saying 1 task for a job of 1 passes (exit 0, a report)", rc == 0 and os.path.exists(js), out)
 
+    # A job of one while another launcher's variable says more: refused whichever variable comes first (an
+    # inherited or hand-set OMPI_COMM_WORLD_SIZE=1 must not hide PMI_SIZE=3), one line naming both.
+    for first, other in (("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), ("PMI_SIZE", "SLURM_STEP_NUM_TASKS")):
+        rc, out, js = run([os.path.join(BIN, "mori-probe")], clean_env(**{first: "1", other: "3"}), f"one-{first}")
+        lines = error_lines(out, "mori-probe")
+        check(f"mori-probe alone with {first}=1 and {other}=3: exit 2, one line naming both, no --json",
+              rc == 2 and len(lines) == 1 and f"{other}=3" in lines[0] and f"{first}=1" in lines[0]
+              and "MPI made a job of 1" in lines[0] and not os.path.exists(js), out)
+
     # Under the launcher, its own variable (the innermost launcher: OMPI_COMM_WORLD_SIZE under Open MPI's mpirun,
     # PMI_SIZE, which it sets over the outer one, under MPICH's) wins over an outer launcher's variables. Both
     # launchers pass their own environment on to the ranks they start on this machine.
@@ -166,6 +176,15 @@ elif PART == "mpich":
         got = exit_codes(codes)
         refused(f"{os.path.basename(hydra)} -n 3 {tool}", 2 if got == ["2"] * 3 else -1,
                 f"per-process exit codes {got}\n{out}", js, tool, 3, "PMI_SIZE", processes=3)
+    # OMPI_COMM_WORLD_SIZE=1 given to every process (-genv) does not make three jobs of one pass.
+    codes = os.path.join(TMP, "codes-genv")
+    os.makedirs(codes)
+    rc, out, js = run([hydra, "-disable-auto-cleanup", "-n", "3", "-genv", "OMPI_COMM_WORLD_SIZE", "1",
+                       *recorded(codes), os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], clean_env(),
+                      "hydra-genv", timeout=120)
+    got = exit_codes(codes)
+    refused(f"{os.path.basename(hydra)} -n 3 -genv OMPI_COMM_WORLD_SIZE 1 mori-a2a", 2 if got == ["2"] * 3 else -1,
+            f"per-process exit codes {got}\n{out}", js, "mori-a2a", 3, "PMI_SIZE", processes=3)
     rc, out, js = run([hydra, "-n", "3", os.path.join(BIN, "mori-a2a"), *TOOLS["mori-a2a"]], clean_env(),
                       "hydra-as-typed", timeout=120)
     lines = error_lines(out, "mori-a2a")

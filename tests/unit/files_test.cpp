@@ -200,13 +200,64 @@ TEST(FilesWrite, SymlinkLoopRefusedNotReplaced) {
             2);
 }
 
-TEST(FilesWrite, DanglingSymlinkWrittenThrough) {
+TEST(FilesWrite, DanglingSymlinkRefusedNothingCreated) {
   TempDir d;
   ASSERT_EQ(symlink("t.json", (d / "link").c_str()), 0);
-  EXPECT_EQ(resolve_output_path(d / "link"), d / "t.json");
+  const FileError e = write_error(d / "link");
+  EXPECT_EQ(e.code(), ExitCode::usage);
+  EXPECT_NE(std::string(e.what()).find("dangling symlink"), std::string::npos) << e.what();
+  EXPECT_THROW(resolve_output_path(d / "link"), FileError);
+  EXPECT_TRUE(is_type(d / "link", S_IFLNK));
+  EXPECT_FALSE(std::filesystem::exists(d / "t.json"));
+}
+
+TEST(FilesWrite, OwnSymlinkToAFileAndThroughAFolderLinkFollowed) {
+  TempDir d;
+  ASSERT_EQ(mkdir((d / "real").c_str(), 0755), 0);
+  write_new_file(d / "real/t.json", "old\n", 0600, false);
+  ASSERT_EQ(symlink("real/t.json", (d / "link").c_str()), 0);
+  ASSERT_EQ(symlink("real", (d / "dir").c_str()), 0);
   write_output(d / "link", "new\n");
   EXPECT_TRUE(is_type(d / "link", S_IFLNK));
-  EXPECT_EQ(read_file(d / "t.json", kSystemFile), "new\n");
+  EXPECT_EQ(read_file(d / "real/t.json", kSystemFile), "new\n");
+  EXPECT_EQ(mode_of(d / "real/t.json"), 0600u);
+  // A new name in a folder reached through a symlink is no dangling link: created there.
+  EXPECT_EQ(resolve_output_path(d / "dir/../dir/n.json"), d / "real/n.json");
+  write_output(d / "dir/n.json", "n\n");
+  EXPECT_EQ(read_file(d / "real/n.json", kSystemFile), "n\n");
+}
+
+// A sticky world-writable folder (as /tmp) holding a symlink of uid 65534 (another user): as the kernel's
+// protected_symlinks rule, this process (root) does not follow it, whether it leads to a new name or to a
+// file.
+TEST(FilesWrite, AnotherUsersSymlinkInAStickyFolderRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (to give a symlink to another uid)";
+  TempDir d;
+  ASSERT_EQ(mkdir((d / "sticky").c_str(), 0700), 0);
+  ASSERT_EQ(chmod((d / "sticky").c_str(), 01777), 0);
+  write_new_file(d / "victim", "keep\n", 0644, false);
+  ASSERT_EQ(symlink((d / "victim").c_str(), (d / "sticky/to-file").c_str()), 0);
+  ASSERT_EQ(symlink((d / "created").c_str(), (d / "sticky/to-new").c_str()), 0);
+  ASSERT_EQ(symlink((d / "sticky/to-file").c_str(), (d / "sticky/own").c_str()), 0);
+  for (const char* l : {"sticky/to-file", "sticky/to-new"})
+    ASSERT_EQ(lchown((d / l).c_str(), 65534, 65534), 0);
+  for (const char* l : {"sticky/to-file", "sticky/to-new", "sticky/own"}) {
+    const FileError e = write_error(d / l);
+    EXPECT_EQ(e.code(), ExitCode::usage) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sticky world-writable folder"), std::string::npos) << e.what();
+    EXPECT_NE(output_path_refusal(d / l), "") << l;
+  }
+  EXPECT_EQ(read_file(d / "victim", kSystemFile), "keep\n");
+  EXPECT_FALSE(std::filesystem::exists(d / "created"));
+  // The folder's owner's link (root's) is followed as before; so is another user's link in a folder that is
+  // not sticky.
+  ASSERT_EQ(lchown((d / "sticky/to-file").c_str(), 0, 0), 0);
+  write_output(d / "sticky/to-file", "root\n");
+  EXPECT_EQ(read_file(d / "victim", kSystemFile), "root\n");
+  ASSERT_EQ(chmod((d / "sticky").c_str(), 0777), 0);
+  ASSERT_EQ(lchown((d / "sticky/to-file").c_str(), 65534, 65534), 0);
+  write_output(d / "sticky/to-file", "plain\n");
+  EXPECT_EQ(read_file(d / "victim", kSystemFile), "plain\n");
 }
 
 TEST(FilesWrite, FolderTakingNoNewFileRefusedUpFront) {

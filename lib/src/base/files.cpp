@@ -3,9 +3,11 @@
 #include "mori/symm/base/files.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -193,49 +195,102 @@ bool read_file_if_present(const std::string& path, const FileKind& kind, std::st
 }
 
 namespace {
-
 constexpr const char* kOnlyRegular =
     "a report is written only to a regular file or a new name ('-' = stdout)";
 
-// The file write_output writes for `path` (not "-"): an existing file's real path, the name a dangling
-// symlink leads to, else `path`. `refused`: why no report may go there ("" = none); a folder is left to the
-// caller.
+// The file write_output writes for `path` (not "-"): an existing regular file's real path, a new name as it
+// was given (or as reached through a folder's symlink), else `path`. `refused`: why no report may go there
+// ("" = none); a folder is left to the caller.
 struct Target {
   std::string path;
   std::string refused;
 };
 
+// Pushes the components of `p` onto a stack whose back is the next one ("" and "." left out).
+void push_components(const std::string& p, std::vector<std::string>& todo) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i <= p.size();) {
+    const std::size_t j = std::min(p.find('/', i), p.size());
+    if (j > i && p.compare(i, j - i, ".") != 0) parts.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  todo.insert(todo.end(), parts.rbegin(), parts.rend());
+}
+
+// `at` (a path holding no symlink) one component up or down.
+std::string step(const std::string& at, const std::string& name) {
+  if (name != "..") return at == "/" ? "/" + name : at + "/" + name;
+  const std::size_t slash = at.rfind('/');
+  if (at == "/" || slash == std::string::npos) return at;
+  return slash == 0 ? "/" : at.substr(0, slash);
+}
+
+// The kernel's protected_symlinks rule, kept whether or not the kernel keeps it (docs/reliability.md, "Files
+// the tools read and write"): a symlink in a sticky world-writable folder (/tmp) is followed only where its
+// owner is this process's user or the folder's owner. Another user's link there would choose what this user
+// writes.
+std::string untrusted_link(const struct stat& link, const std::string& name, const std::string& dir) {
+  struct stat d {};
+  if (stat(dir.c_str(), &d) != 0) return {};
+  const mode_t shared = S_ISVTX | S_IWOTH;
+  if ((d.st_mode & shared) != shared || link.st_uid == geteuid() || link.st_uid == d.st_uid) return {};
+  return "goes through the symlink '" + name + "' of uid " + std::to_string(link.st_uid) +
+         " in the sticky world-writable folder '" + dir + "' of uid " + std::to_string(d.st_uid) +
+         ", which is not followed (another user's link there would choose the file written); ";
+}
+
+// Walks `path` one component at a time, following each symlink by hand after checking it (untrusted_link), so
+// that what is written is the file the checks saw: the symlinks' targets are never resolved by another call.
 Target resolve_target(const std::string& path) {
-  struct stat existing {};
-  if (stat(path.c_str(), &existing) == 0) {
-    if (S_ISDIR(existing.st_mode)) return {path, {}};
-    if (!S_ISREG(existing.st_mode))
-      return {path, "the report '" + path + "' is " + type_name(existing.st_mode) + via_symlink(path) + "; " +
-                        kOnlyRegular};
-    char* real = realpath(path.c_str(), nullptr);
-    if (!real) return {path, {}};
-    std::string r(real);
-    std::free(real);
-    return {r, {}};
+  const std::string head = "the report '" + path + "' ";
+  std::vector<std::string> todo;
+  push_components(path, todo);
+  std::string at = "/";
+  if (path.empty() || path[0] != '/') {
+    char* cwd = getcwd(nullptr, 0);
+    if (!cwd) return {path, {}};  // the writer's own calls name what is wrong
+    at = cwd;
+    std::free(cwd);
   }
-  if (errno == ELOOP) return {path, "the report '" + path + "' leads into a symlink loop; " + kOnlyRegular};
-  // A new name, or a dangling symlink: followed by hand to the name it will create.
-  std::string p = path;
-  for (int hops = 0; hops < 40; ++hops) {
+  bool followed = false, last_from_link = false;
+  for (int hops = 0; !todo.empty();) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    const std::string next = step(at, name);
     struct stat st {};
-    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {p, {}};
-    std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
-    const ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
-    if (n < 0) return {p, {}};
-    std::string target(buf.data(), static_cast<std::size_t>(n));
-    if (target.empty()) return {p, {}};
-    if (target[0] != '/') {
-      const auto slash = p.rfind('/');
-      if (slash != std::string::npos) target = p.substr(0, slash + 1) + target;
+    if (name == ".." || lstat(next.c_str(), &st) != 0) {
+      if (name != ".." && (errno != ENOENT || !todo.empty())) return {path, {}};
+      struct stat kernel {};  // a magic link (/dev/stdout onto a pipe) names what the kernel finds there
+      if (name != ".." && last_from_link && stat(path.c_str(), &kernel) == 0 && !S_ISREG(kernel.st_mode))
+        return {path, head + "is " + type_name(kernel.st_mode) + via_symlink(path) + "; " + kOnlyRegular};
+      if (name != ".." && last_from_link)
+        return {path, head + "is a symlink to the new name '" + next +
+                          "'; a report is never created through a dangling symlink; " + kOnlyRegular};
+      at = next;
+      continue;
     }
-    p = target;
+    if (!S_ISLNK(st.st_mode)) {
+      at = next;
+      continue;
+    }
+    if (++hops > 40) return {path, head + "leads into a symlink loop; " + kOnlyRegular};
+    if (const std::string why = untrusted_link(st, next, at); !why.empty())
+      return {path, head + why + kOnlyRegular};
+    std::vector<char> buf(PATH_MAX + 1);
+    const ssize_t n = readlink(next.c_str(), buf.data(), buf.size() - 1);
+    if (n <= 0) return {path, {}};
+    const std::string target(buf.data(), static_cast<std::size_t>(n));
+    if (target[0] == '/') at = "/";
+    if (todo.empty()) last_from_link = true;  // the last name now comes from a link's target
+    push_components(target, todo);
+    followed = true;
   }
-  return {path, "the report '" + path + "' leads into a symlink loop; " + kOnlyRegular};
+  struct stat st {};
+  if (stat(at.c_str(), &st) != 0) return {followed ? at : path, {}};  // a new name
+  if (S_ISDIR(st.st_mode)) return {path, {}};
+  if (!S_ISREG(st.st_mode))
+    return {path, head + "is " + type_name(st.st_mode) + via_symlink(path) + "; " + kOnlyRegular};
+  return {at, {}};
 }
 
 std::string folder_of(const std::string& target) {

@@ -77,7 +77,20 @@ std::string mpi_library_version() {
 }
 
 void check_launcher_world(int mpi_world) {
-  const auto claim = launcher_claim();
+  auto claim = launcher_claim();
+  std::string also;  // the innermost variable, where another launcher's says more than a job of one
+  // A job of one under a launcher of several processes is the failure this check exists for, whichever
+  // variable comes first: another launcher's variable (inherited from an outer launcher, or set by hand, e.g.
+  // mpiexec.mpich -genv OMPI_COMM_WORLD_SIZE 1) must not hide it. Larger jobs keep the innermost rule: an
+  // outer launcher may well have started fewer or more tasks (docs/setup.md, "Launching").
+  if (claim && mpi_world == 1 && claim->tasks == 1)
+    for (const auto& s : kSources) {
+      const char* v = std::getenv(s.variable);
+      if (!v || parse_tasks(s.variable, v) == 1) continue;
+      also = "; " + claim->variable + "=1 (" + claim->launcher + ") says one, but the launchers disagree";
+      claim = LauncherClaim{s.variable, s.launcher, parse_tasks(s.variable, v)};
+      break;
+    }
   if (!claim || claim->tasks == static_cast<std::uint64_t>(mpi_world)) return;
   const std::string library = mpi_library_version();
   const std::string cause =
@@ -86,7 +99,7 @@ void check_launcher_world(int mpi_world) {
                      : "MPI (" + library + ") and the launcher disagree about the job";
   throw UsageError("the launcher started " + std::to_string(claim->tasks) + " processes (" + claim->variable +
                    "=" + std::to_string(claim->tasks) + ", set by " + claim->launcher +
-                   ") but MPI made a job of " + std::to_string(mpi_world) + ": " + cause + "; " +
+                   ") but MPI made a job of " + std::to_string(mpi_world) + also + ": " + cause + "; " +
                    fix_for(library) +
                    ", or rebuild them against the launcher's MPI (docs/setup.md, \"Launching\")");
 }

@@ -238,6 +238,27 @@ bool load_entry(const std::string& root, const std::string& entry, const KernelS
   return true;
 }
 
+std::string lock_trouble(const std::string& root, const std::string& lock, const std::string& error) {
+  struct stat st {};
+  if (lstat(lock.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    std::string what = S_ISDIR(st.st_mode)    ? "a folder"
+                       : S_ISLNK(st.st_mode)  ? "a symlink"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device";
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const auto to = std::filesystem::read_symlink(lock, ec);
+      if (!ec) what += " to " + to.string();
+    }
+    return "the lock " + lock + " is " + what + ", not a lock file (never followed or replaced): " + error;
+  }
+  struct stat dir {};
+  if (stat(root.c_str(), &dir) != 0 || !S_ISDIR(dir.st_mode))
+    return "the cache folder " + root + " went away during the job: " + error;
+  return "the lock " + lock + " could not be opened: " + error;
+}
+
 EntryLock::EntryLock(const std::string& path, const std::string& file) : file_(path) {
   wait(path, file);
   spdlog::debug("jit: lock {} taken", path);

@@ -32,9 +32,13 @@ bool load_entry(const std::string& root, const std::string& entry, const KernelS
 void publish_entry(const std::string& root, const std::string& entry, const CompiledKernels& out,
                    const std::string& file);
 
+// Why an entry's lock file could not be opened, in words: what is at `lock` where it is not a lock file (a
+// folder, a symlink and its target, a FIFO, ...), else that the cache folder `root` went away, else `error`.
+std::string lock_trouble(const std::string& root, const std::string& lock, const std::string& error);
+
 // The per-key lock: one process compiles, the others wait (bounded by set_jit_wait_bound, the tools'
 // --timeout-s: TimeoutError naming the pid that holds it) and then load. Opening the lock file throws
-// FileError where the cache folder went away.
+// FileError where the cache folder went away or the lock is no regular file (lock_trouble says which).
 class EntryLock {
  public:
   EntryLock(const std::string& path, const std::string& file);

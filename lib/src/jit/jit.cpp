@@ -255,9 +255,10 @@ CompiledKernels Jit::get(const KernelSpec& spec) {
   try {
     lock.emplace(root_ + "/" + out.key + ".lock", spec.file);
   } catch (const FileError& e) {
-    // The cache folder went away under the job (removed, unmounted): like a failed publish, a warning. This
-    // kernel and the ones after it compile in memory.
-    memory_reason_ = "the cache folder " + root_ + " went away during the job: " + e.what();
+    // The cache folder went away under the job (removed, unmounted), or something that is no lock file lies
+    // at the lock's path (a folder, a symlink: named): like a failed publish, a warning. This kernel and the
+    // ones after it compile in memory.
+    memory_reason_ = detail::lock_trouble(root_, root_ + "/" + out.key + ".lock", e.what());
     spdlog::warn("jit: compiling {} in memory: {}", spec.file, memory_reason_);
     root_.clear();
     return in_memory();

@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/files.hpp"
@@ -32,6 +35,22 @@ std::string per_job_dir(Bootstrap& boot) {
   name[sizeof(name) - 1] = '\0';
   return name;
 }
+// The folders create_directories(dir) would make (those missing), innermost first.
+std::vector<std::string> new_folders(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    if (p.filename().empty()) continue;  // "a/b/" normalized ends in a separator
+    if (fs::symlink_status(p, ec).type() != fs::file_type::not_found) break;
+    out.push_back(p.string());
+  }
+  return out;
+}
+
+bool system_errno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM || err == EIO;
+}
 }  // namespace
 
 // A fresh journal folder: journals of an earlier run would mix with this one. Every rank looks (the folder
@@ -51,6 +70,7 @@ std::string claim_journal_dir(Bootstrap& boot, const std::string& asked) {
                      "' already holds journals (or another job's claim); choose a new folder");
   int claim[2] = {0, 0};  // {0 ok | 1 claimed by another job | 2 cannot create, errno}
   if (boot.rank() == 0) {
+    const std::vector<std::string> made = new_folders(dir);
     fs::create_directories(dir, ec);
     const std::string who =
         "pid " + std::to_string(getpid()) + " world " + std::to_string(boot.world()) + "\n";
@@ -65,11 +85,19 @@ std::string claim_journal_dir(Bootstrap& boot, const std::string& asked) {
         claim[1] = e.errno_value();
       }
     }
+    // A folder that could not be claimed is left as it was: the folders made for it go (innermost first).
+    if (claim[0] == 2)
+      for (const auto& f : made) fs::remove(f, ec);
   }
   boot.broadcast("teardown.journal-claim", claim, sizeof(claim), 0);
   if (claim[0] == 1)
     throw UsageError("--journal-dir: '" + dir +
                      "' was claimed by another job started at the same time; choose a new folder");
+  // The machine (a full file system, a quota, no descriptor left) is a system error, exit 3; the path the
+  // user chose (not writable, read-only, not a folder) is a usage error, exit 2.
+  if (claim[0] == 2 && system_errno(claim[1]))
+    throw ApiError("create(" + dir + "/" + kClaimFile + ")", __FILE__, __LINE__, errno_name(claim[1]),
+                   "--journal-dir: cannot claim '" + dir + "' on rank 0; nothing made for it is left");
   if (claim[0] == 2) throw UsageError("--journal-dir: cannot claim '" + dir + "': " + errno_name(claim[1]));
   boot.barrier("teardown.journal-checked");
   return dir;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/files.hpp"
 #include "mori/symm/base/log.hpp"
@@ -191,7 +192,9 @@ struct JournalSet {
         damage("truncated line (no end of line)");
         break;
       }
-      const auto f = split_tabs(text.substr(pos, nl - pos));
+      // Every field is echoed (the table, the JSON, warnings): each is bounded and escaped once, here.
+      auto f = split_tabs(text.substr(pos, nl - pos));
+      for (auto& field : f) field = detail::printable(field, detail::kEchoBytes);
       pos = nl + 1;
       const auto kind_it = record_fields().find(f[0]);
       if (kind_it == record_fields().end()) {
@@ -440,7 +443,7 @@ std::vector<ScenarioSummary> summarize_journals(const std::string& dir,
     if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".journal") continue;
     const auto rank = journal_rank(name);
     if (!rank) {
-      foreign.push_back(name);
+      foreign.push_back(detail::printable(name, detail::kEchoBytes));
       continue;
     }
     journal_ranks.insert(*rank);

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -458,14 +459,31 @@ int run_teardown_job(Runtime& rt, Bootstrap& boot, int device, const TeardownJob
   }
 }
 
-std::vector<ScenarioSummary> summarize_job(const std::string& journal_dir,
+std::vector<ScenarioSummary> summarize_job(const TeardownJob& job, int world,
                                            const std::map<int, std::string>& write_errors) {
-  std::vector<ScenarioSummary> scs = summarize_journals(journal_dir, write_errors);
+  std::vector<ScenarioSummary> scs = summarize_journals(job.journal_dir, write_errors);
   for (auto& sc : scs)
     if (sc.name == "atexit") {  // its teardown runs after this report: only --summarize can judge it
       sc.outcome = TeardownOutcome::pending;
-      sc.detail = "teardown runs at exit; run --summarize " + journal_dir + " after the job";
+      sc.detail = "teardown runs at exit; run --summarize " + job.journal_dir + " after the job";
     }
+  // A scenario that ran while every journal was failing (a full file system) has no record anywhere: it keeps
+  // its row, journal_error, naming the journals that could not be written (docs/mori-teardown-repro.md).
+  std::string errors;
+  for (const auto& [rank, err] : write_errors)
+    errors += (errors.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " (" + err + ")");
+  for (const auto& s : scenarios()) {
+    const std::string name = s.info.name;
+    if (job.scenario != "all" && job.scenario != name) continue;
+    if (std::any_of(scs.begin(), scs.end(), [&](const ScenarioSummary& x) { return x.name == name; }))
+      continue;
+    scs.push_back({name, world, TeardownOutcome::journal_error,
+                   "no journal holds a record of this scenario" +
+                       (errors.empty()
+                            ? std::string(": its outcome is unknown")
+                            : "; journals that could not be written: " + errors + ": its outcome is unknown"),
+                   Json::array()});
+  }
   return scs;
 }
 

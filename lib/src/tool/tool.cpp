@@ -375,7 +375,10 @@ void start_runtime(ToolEnv& env, const ToolSpec& spec) {
 // a bound expired, wherever (the bootstrap included), the tool's report of what happened, without waiting for
 // its peers.
 int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
-  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+  // Option values and paths in the message are the user's bytes: escaped, so that the error stays one line
+  // and a value cannot drive the terminal (docs/reliability.md, "Echoed text").
+  std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(),
+               detail::printable(e.what()).c_str());
   if (e.code() == ExitCode::timeout && spec.bound_expired) {
     try {
       spec.bound_expired(env, e.what());
@@ -391,12 +394,15 @@ int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
 // returned before MPI ends, and the last barrier.
 int end_run(MpiSession& session, ToolEnv& env, const ToolSpec& spec, int world_rank, int code,
             double end_bound) {
-  try {
-    (void)build_stale(env);  // the warning, where no report asked yet
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
+  // A usage error is one line (docs/reliability.md): nothing ran, so no warning about the run follows it.
+  if (code != static_cast<int>(ExitCode::usage)) {
+    try {
+      (void)build_stale(env);  // the warning, where no report asked yet
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: warning: the source tree check failed: %s\n", spec.name.c_str(), e.what());
+    }
+    detail::warn_unfired_faults(world_rank, world_size_noexcept());
   }
-  detail::warn_unfired_faults(world_rank, world_size_noexcept());
   code = checked_stdout(spec.name, code);
   // Resources go before MPI ends: the runtime, then the bootstrap's communicator.
   env.rt.reset();
@@ -441,7 +447,8 @@ int tool_main(int argc, char** argv, const ToolSpec& spec) {
   } catch (const Error& e) {
     code = exit_code_of(e, env, spec);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(), e.what());
+    std::fprintf(stderr, "%s: error (%s): %s\n", spec.name.c_str(), rank_tag().c_str(),
+                 detail::printable(e.what()).c_str());
     code = static_cast<int>(ExitCode::runtime);
   }
   return end_run(session, env, spec, world_rank, code, end_bound);

@@ -6,8 +6,9 @@
 // The reader opens with O_NONBLOCK (a FIFO never blocks the open), reads regular files only (a FIFO, a
 // device, a folder or a socket, also behind a symlink, is refused naming the file and what it is), at most a
 // cap per kind of file, and gives up at a deadline (the job's --timeout-s). The writer writes only to a
-// regular file or a new name (a FIFO, a device or a symlink loop is refused up front, exit 2), replaces a
-// regular file atomically (keeping its permission bits) and checks every byte it writes, stdout included.
+// regular file or a new name (a FIFO, a device, a symlink loop, a dangling symlink or another user's symlink
+// in a sticky folder is refused up front, exit 2), replaces a regular file atomically (keeping its permission
+// bits) and checks every byte it writes, stdout included.
 #pragma once
 
 #include <sys/types.h>
@@ -59,22 +60,25 @@ bool read_file_if_present(const std::string& path, const FileKind& kind, std::st
 // Bound on reading one file, in seconds (default 60; the tools pass --timeout-s).
 void set_file_bound(double seconds) noexcept;
 
-// Writes a report: "-" = stdout (flushed, every byte checked). A symlink is followed. A new name or a regular
-// file: written to a temporary file in the same folder and renamed over it (the target checked once more just
-// before); a replaced file's permission bits are kept (a new file gets 0644 less the umask), its owner and
-// other hard links are not (the name points to the new file, another link keeps the old content). Any other
-// existing file (/dev/null, a FIFO, a terminal, a socket) and a symlink loop are refused, never written in
-// place or replaced: FileError not_regular (exit 2). Throws FileError.
+// Writes a report: "-" = stdout (flushed, every byte checked). A symlink to a regular file is followed, by
+// hand and checked: another user's symlink in a sticky world-writable folder (the kernel's protected_symlinks
+// rule) and a dangling symlink (no file is created through a link) are refused, FileError not_regular. A new
+// name or a file: written to a temporary file in the same folder and renamed over it (the target checked once
+// more just before); a replaced file's permission bits are kept (a new file gets 0644 less the umask), its
+// owner and other hard links are not (the name points to the new file, another link keeps the old content).
+// Any other existing file (/dev/null, a FIFO, a terminal, a socket) and a symlink loop are refused, never
+// written in place or replaced: FileError not_regular (exit 2). Throws FileError.
 void write_output(const std::string& path, const std::string& text);
 
-// The file write_output writes: an existing regular file's real path, a dangling symlink's target, else
-// `path` (a folder is returned as it is, for the caller to name). Called before any work (the tools' --json
-// check), it throws FileError not_regular (exit 2) where write_output would refuse the target (not a regular
-// file, a symlink loop) or where its folder takes no new file although it says it is writable (/proc as
-// root): found by creating the temporary file the writer would, and removing it at once.
+// The file write_output writes: an existing regular file's real path, a new name reached through a folder's
+// symlink, else `path` (a folder is returned as it is, for the caller to name). Called before any work (the
+// tools' --json check), it throws FileError not_regular (exit 2) where write_output would refuse the target
+// (not a regular file, a symlink loop, a dangling or untrusted symlink) or where its folder takes no new file
+// although it says it is writable (/proc as root): found by creating the temporary file the writer would, and
+// removing it at once.
 std::string resolve_output_path(const std::string& path);
-// Why `path` cannot take a report (a FIFO, a device, a socket, a symlink loop: the sentence
-// resolve_output_path would throw), or "" where it can be tried. Never throws.
+// Why `path` cannot take a report (a FIFO, a device, a socket, a symlink loop, a dangling or untrusted
+// symlink: the sentence resolve_output_path would throw), or "" where it can be tried. Never throws.
 std::string output_path_refusal(const std::string& path);
 
 // Creates `path`, which must not exist (O_EXCL), holding `data` with permission bits `mode` (less the umask),

@@ -28,7 +28,8 @@ std::optional<LauncherClaim> launcher_claim();
 std::string mpi_library_version();
 
 // Throws UsageError (exit 2, one line: both numbers, the likely cause, the fix) when the launcher's claim is
-// not `mpi_world`. Local: every process of a mismatched launch reads the same variables, so all refuse alike.
+// not `mpi_world`; a job of one is refused too where any launcher's variable, not only the innermost, says
+// more (naming both). Local: every process of a mismatched launch reads the same variables, so all refuse alike.
 void check_launcher_world(int mpi_world);
 
 }  // namespace mori::symm

@@ -75,10 +75,11 @@ int run_teardown_job(Runtime& rt, Bootstrap& boot, int device, const TeardownJob
                      const std::function<void(const std::string& what)>& on_step_expired,
                      const std::function<int(const TeardownRun&)>& report);
 
-// Rank 0, after the job (every rank passed run_teardown_job's scenarios): the summary of its journals, with
-// write_errors (TeardownRun), and atexit pending (its teardown runs after the report; detail: the command
-// that judges it).
-std::vector<ScenarioSummary> summarize_job(const std::string& journal_dir,
+// Rank 0, after the job (every rank passed run_teardown_job's scenarios): the summary of its journals
+// (job.journal_dir), with write_errors (TeardownRun), and atexit pending (its teardown runs after the report;
+// detail: the command that judges it). Every scenario the job asked for (job.scenario) has its row: one that
+// no journal records (every journal failed before it began) is journal_error, of `world` ranks.
+std::vector<ScenarioSummary> summarize_job(const TeardownJob& job, int world,
                                            const std::map<int, std::string>& write_errors);
 
 }  // namespace mori::symm

@@ -1,9 +1,10 @@
-// Small helpers shared by the library: rank lists, the host name, FNV-1a.
+// Small helpers shared by the library: rank lists, the host name, FNV-1a, text fit to echo.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mori::symm::detail {
@@ -17,5 +18,13 @@ std::string host_name();
 // 64-bit FNV-1a: the offset basis, and `h` advanced over n bytes.
 constexpr std::uint64_t kFnvOffset = 1469598103934665603ull;
 std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t n) noexcept;
+
+// `s` fit to be echoed in one line of text or a JSON string (docs/reliability.md, "Echoed text"): control
+// bytes (C0, DEL and the C1 controls U+0080..U+009F, which terminals obey) and bytes that are not UTF-8 are
+// written as \xNN, so that no value can end a line, move a terminal's cursor or break a report; valid UTF-8
+// is kept. Past max_bytes of `s` the rest is cut, with a marker naming how many bytes were cut and the FNV-1a
+// of the whole (two long values alike at the start stay distinct).
+inline constexpr std::size_t kEchoBytes = 256;  // what a journal's field may show (--summarize)
+std::string printable(std::string_view s, std::size_t max_bytes = std::string_view::npos);
 
 }  // namespace mori::symm::detail
