@@ -164,7 +164,8 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run(HOST, HOST, "--metric", "push_only_us", "--metric", "sync_only_us", "--metric", "time_p95_us")
     check("host-runtime /2 run (no physical limit) against itself: exit 0", rc == 0 and "0 slower" in out, out)
     rc, out = run(HOST, b)
-    check("host baseline against an H200 run: every key MISSING, exit 1", rc == 1 and "MISSING" in out, out)
+    check("host baseline against an H200 run: exit 2, one line naming both machines (not a screen of MISSING)",
+          rc == 2 and "other machines" in out and "MISSING" not in out, out)
 
     bad = write("bad.json", "{not json")
     rc, out = run(b, bad)
