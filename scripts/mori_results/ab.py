@@ -224,8 +224,8 @@ def remove_worktree(plan, work):
 def interleave(plan, bins, out_dir):
     """Runs the command plan.runs times per side, alternating the order; -> {side: folder of its JSON}."""
     folders = {side: os.path.join(out_dir, side) for side in bins}
-    for f in folders.values():
-        os.makedirs(f, exist_ok=True)
+    for f in folders.values():  # a full file system: WriteFailed (exit 3), not a traceback
+        make_folders(f, "--keep")
     for i in range(plan.runs):
         order = ("baseline", "current") if i % 2 == 0 else ("current", "baseline")
         for side in order:

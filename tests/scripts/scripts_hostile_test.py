@@ -331,15 +331,22 @@ RANGES = [("faults", ["--backend", "host", "--bin", BIN], [("--timeout-s", "-1")
                                                            ("--budget-s", "-3")]),
           ("scale-sweep", ["--bin", BIN], [("--fit-from", "-3"), ("--fit-from", "0"), ("--timeout-s", "-1")]),
           ("perf-check", ["--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", BIN],
-           [("--run-timeout-s", "-1"), ("--run-timeout-s", "0")])]
+           [("--run-timeout-s", "-1"), ("--run-timeout-s", "0")]),
+          ("compare", ["--json", os.path.join(TMP, "range-compare.json")],
+           [("--timeout-s", "0"), ("--nccl-tests-timeout", "-1"), ("--nproc", "-2"), ("--nccl-tests-ctas", "-1")]),
+          ("matrix_sweep.py", ["--probe", A2A_DOC, "--goal", "0.9", "--out", os.path.join(TMP, "range-sweep.json")],
+           [("--world", "-2"), ("--world", "0"), ("--probe-exit", "-1")])]
 for name, base, cases in RANGES:
     bad = []
     for opt, v in cases:
         out_json = os.path.join(TMP, f"range-{name}.json")
         tail = ["--json", out_json] if name == "faults" else []
         tail += ["--", *MPIRUN, "-n", "2", "{bin}/mori-a2a", "--json", "{json}"] if name == "perf-check" else []
-        rc, out = run([script(name), *base, opt, v, *tail], env=GUARD, timeout=60)
-        if not (one_usage_line(rc, out, opt) and "Traceback" not in out and not os.path.exists(out_json)):
+        cmd = [sys.executable, script(name)] if name.endswith(".py") else [script(name)]
+        rc, out = run([*cmd, *base, opt, v, *tail], env=GUARD, timeout=60)
+        written = [p for p in (out_json, os.path.join(TMP, "range-compare.json"),
+                               os.path.join(TMP, "range-sweep.json")) if os.path.exists(p)]
+        if not (one_usage_line(rc, out, opt) and "Traceback" not in out and not written):
             bad.append((opt, v, rc, out[-300:]))
     check(f"scripts/{name}: a number out of its option's range ({', '.join(o + ' ' + v for o, v in cases)}) "
           "is exit 2, one line naming the option, before any job", not bad, repr(bad))
