@@ -5,7 +5,7 @@ import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
 from mori_results.cli import Parser, integer_list, non_negative_decimal, positive_decimal, positive_integer
-from mori_results.errors import Malformed
+from mori_results.errors import Malformed, WriteFailed
 from mori_results.files import check_output_file
 from mori_results.machine import needs_mps, smi_gpus
 
@@ -145,11 +145,15 @@ def main(usage):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupted)
     try:
-        run_all(a, run, budget, plan, doc)
-    finally:
-        run.cleanup()
-        doc["budget"] = budget.summary()
-        finish(doc, a.json)
+        try:
+            run_all(a, run, budget, plan, doc)
+        finally:
+            run.cleanup()
+            doc["budget"] = budget.summary()
+            finish(doc, a.json)
+    except WriteFailed as e:  # the system refused the write (a full file system: ENOSPC): a system error
+        print(f"faults: {e}", file=sys.stderr)
+        return 3
     table(doc)
     print(f"faults: {sum(c['ok'] for c in doc['cases'])}/{len(doc['cases'])} cases ok, "
           f"{len(doc['skipped'])} skipped; wrote {a.json}")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A full file system is a system error in the scripts, never "a step failed" or "malformed input"
 (docs/reliability.md "Files the scripts write"): scripts/evidence --out, scripts/evidence --archive after its steps
-passed, scripts/scale-sweep --out and scripts/perf-check --json onto a full file system each exit 3 with one line
-naming ENOSPC, no traceback, and evidence leaves no folder tree of its own behind.
+passed, scripts/scale-sweep --out, scripts/faults --json and scripts/perf-check --json onto a full file system each
+exit 3 with one line naming ENOSPC, no traceback, and evidence leaves no folder tree of its own behind.
 
 The full file system is a 64 KiB tmpfs filled up here (mount needs root): where it cannot be mounted the test exits
 77 (skipped) naming why; under CI=true (Debian 12, root) that is a failure.
@@ -85,6 +85,12 @@ try:
     rc, out = run([sys.executable, os.path.join(SCRIPTS, "scale-sweep"), "--bin", BIN, "--worlds", "2,4,8",
                    "--fit-from", "2", "--out", os.path.join(FULL, "sweep")])
     check("scale-sweep --out on a full file system: exit 3, one line naming ENOSPC", enospc_line(rc, out), out)
+
+    before = sorted(os.listdir(FULL))
+    rc, out = run([sys.executable, os.path.join(SCRIPTS, "faults"), "--backend", "host", "--bin", BIN, "--worlds",
+                   "2", "--budget-s", "0.1", "--json", os.path.join(FULL, "f.json")])
+    check("faults --json onto a full file system: exit 3, the last line naming ENOSPC, no file left",
+          enospc_line(rc, out, last_only=True) and sorted(os.listdir(FULL)) == before, out)
 
     rc, out = run([sys.executable, os.path.join(SCRIPTS, "perf-check"), A2A_DOC, A2A_DOC, "--json",
                    os.path.join(FULL, "p.json")])
