@@ -23,7 +23,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mori_results.cli import Parser, decimal, integer  # noqa: E402
+from mori_results.cli import Parser, decimal, non_negative_integer, positive_integer  # noqa: E402
 from mori_results.documents import load_document  # noqa: E402
 from mori_results.errors import Malformed, Usage  # noqa: E402
 from mori_results.files import check_output_file, check_output_folder, write_text  # noqa: E402
@@ -121,9 +121,9 @@ def main(argv):
     ap.add_argument("--check-out", metavar="DIR", help="with --check-goal: also check the output folder")
     ap.add_argument("--probe", help="mori-probe's report")
     ap.add_argument("--out", help="the mori.matrix-sweep/1 document to write")
-    ap.add_argument("--world", type=integer, help="ranks of the probe's job")
+    ap.add_argument("--world", type=positive_integer, help="ranks of the probe's job")
     ap.add_argument("--goal", help="the worst ratio to the copy engine a variant must reach")
-    ap.add_argument("--probe-exit", type=integer, default=0, help="mori-probe's exit status")
+    ap.add_argument("--probe-exit", type=non_negative_integer, default=0, help="mori-probe's exit status")
     ap.add_argument("probe_args", nargs=argparse.REMAINDER, help="-- and the options mori-probe ran with")
     a = ap.parse_args(argv)
     goal_text = a.check_goal if a.check_goal is not None else a.goal

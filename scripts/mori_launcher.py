@@ -4,12 +4,30 @@ build's CMakeCache.txt (MORI_MPI_VENDOR, MORI_MPIEXEC: tests/CMakeLists.txt): MP
 `mpirun --oversubscribe` (Open MPI) otherwise.
 
     python3 scripts/mori_launcher.py BIN_DIR    prints that line (for the shell scripts)
+
+A line that cannot be split (an unbalanced quote) or is empty is BadLauncher: a usage error (exit 2, one line),
+which every script checks before any work (split_line).
 """
 import os
 import shlex
 import sys
 
 OPEN_MPI_DEFAULT = ["mpirun", "--oversubscribe"]
+
+
+class BadLauncher(ValueError):
+    """A launcher line that cannot be used: its message is one line naming where it came from."""
+
+
+def split_line(line, where):
+    """line split as a shell would; BadLauncher (naming `where`: MORI_MPIRUN, --mpirun) where it cannot be."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise BadLauncher(f"{where} {line!r}: cannot split it as a shell would ({e})")
+    if not words:
+        raise BadLauncher(f"{where}: an empty launcher line")
+    return words
 
 
 def built_with(bin_dir):
@@ -29,10 +47,11 @@ def built_with(bin_dir):
 
 
 def mpirun_command(bin_dir=None):
-    """The launcher and its options, as a list: MORI_MPIRUN, else the built MPI's launcher."""
+    """The launcher and its options, as a list: MORI_MPIRUN, else the built MPI's launcher (BadLauncher where
+    MORI_MPIRUN cannot be split)."""
     line = os.environ.get("MORI_MPIRUN", "").strip()
     if line:
-        return shlex.split(line)
+        return split_line(line, "MORI_MPIRUN")
     vendor, launcher = built_with(bin_dir) if bin_dir else (None, None)
     if vendor == "MPICH":
         return [launcher or "mpiexec.mpich"]
@@ -43,4 +62,8 @@ if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         sys.exit(0 if len(sys.argv) == 2 else 2)
-    print(shlex.join(mpirun_command(sys.argv[1])))
+    try:
+        print(shlex.join(mpirun_command(sys.argv[1])))
+    except BadLauncher as e:
+        print(f"mori_launcher.py: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,12 +1,11 @@
 """The command line of scripts/faults and the loop over configurations and cases within the budget."""
 import os
-import shlex
 import signal
 import sys
 
 import mori_launcher  # scripts/ is on sys.path (scripts/faults puts it there)
-from mori_results.cli import Parser, decimal, integer, integer_list
-from mori_results.errors import Malformed
+from mori_results.cli import Parser, integer_list, non_negative_decimal, positive_decimal, positive_integer
+from mori_results.errors import Malformed, WriteFailed
 from mori_results.files import check_output_file
 from mori_results.machine import needs_mps, smi_gpus
 
@@ -23,29 +22,30 @@ def parse(usage):
     ap.add_argument("--worlds", type=integer_list, default="4,8",
                     help="ranks on one GPU (or on the host runtime), comma separated")
     ap.add_argument("--cases", default=",".join(CASES), help="comma separated, of: " + ", ".join(CASES))
-    ap.add_argument("--timeout-s", type=integer, default=10, help="mori-a2a --timeout-s (T)")
-    ap.add_argument("--settle-s", type=decimal, default=1.0,
+    ap.add_argument("--timeout-s", type=positive_integer, default=10, help="mori-a2a --timeout-s (T)")
+    ap.add_argument("--settle-s", type=non_negative_decimal, default=1.0,
                     help="seconds from the faulty rank entering the timed loop to the signal")
-    ap.add_argument("--announce-limit-s", type=decimal, default=120,
+    ap.add_argument("--announce-limit-s", type=positive_decimal, default=120,
                     help="longest wait for the faulty rank to enter the timed loop (then signalled anyway) or to "
                          "exit in die-in-rendezvous")
-    ap.add_argument("--chunk-kib", type=integer, help="chunk per peer (default 4096 on the GPU, 16 on the host)")
-    ap.add_argument("--iters", type=integer, default=100000, help="mori-a2a --iters of the signal cases")
-    ap.add_argument("--graph-iters", type=integer, default=1000,
+    ap.add_argument("--chunk-kib", type=positive_integer,
+                    help="chunk per peer (default 4096 on the GPU, 16 on the host)")
+    ap.add_argument("--iters", type=positive_integer, default=100000, help="mori-a2a --iters of the signal cases")
+    ap.add_argument("--graph-iters", type=positive_integer, default=1000,
                     help="--iters of kill-timed-graph (few: the reference and stream rows before its graph row "
                          "stay short)")
-    ap.add_argument("--graph-k", type=integer, default=10000,
+    ap.add_argument("--graph-k", type=positive_integer, default=10000,
                     help="--graph K of kill-timed-graph: its timed phase is max(20, ceil(graph-iters / K)) replays "
                          "of K iterations")
-    ap.add_argument("--graph-chunk-kib", type=integer, default=1024, help="--chunk-kib of kill-timed-graph")
-    ap.add_argument("--bystander-chunk-kib", type=integer, default=256)
+    ap.add_argument("--graph-chunk-kib", type=positive_integer, default=1024, help="--chunk-kib of kill-timed-graph")
+    ap.add_argument("--bystander-chunk-kib", type=positive_integer, default=256)
     ap.add_argument("--no-bystander", dest="bystander", action="store_false")
     ap.add_argument("--no-mps", dest="mps", action="store_false", help="gpu backend without the MPS daemon")
     ap.add_argument("--no-per-gpu", dest="per_gpu", action="store_false", help="skip the one-rank-per-GPU runs")
     ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN") or None,
                     help="the launcher and its options, as one string (default: $MORI_MPIRUN, else the launcher of "
                          "the MPI the tools were built with: mpirun --oversubscribe for Open MPI)")
-    ap.add_argument("--budget-s", type=decimal, default=420,
+    ap.add_argument("--budget-s", type=positive_decimal, default=420,
                     help="a case starts only if its worst case fits in what is left of this; the rest are skipped "
                          "(listed in the document with the reason)")
     ap.add_argument("--json", default="faults.json")
@@ -57,8 +57,6 @@ def parse(usage):
     a.world_list = a.worlds
     if any(w <= FAULTY for w in a.world_list):
         ap.error("every world needs at least 2 ranks")
-    if a.budget_s <= 0:
-        ap.error("--budget-s must be > 0")
     gpu = a.backend == "gpu"
     if not gpu and "kill-timed-graph" in a.case_list:
         if a.cases != ",".join(CASES):
@@ -75,7 +73,11 @@ def parse(usage):
         print(f"faults: {e}", file=sys.stderr)
         sys.exit(2)
     a.bin = os.path.abspath(a.bin)  # the jobs run in a temporary folder
-    a.mpirun = shlex.split(a.mpirun) if a.mpirun else mori_launcher.mpirun_command(a.bin)
+    try:  # split as a shell would: an unbalanced quote is a usage error before any job
+        a.mpirun = (mori_launcher.split_line(a.mpirun, "--mpirun (or MORI_MPIRUN)") if a.mpirun else
+                    mori_launcher.mpirun_command(a.bin))
+    except mori_launcher.BadLauncher as e:
+        ap.error(str(e))
     return a
 
 
@@ -143,11 +145,15 @@ def main(usage):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupted)
     try:
-        run_all(a, run, budget, plan, doc)
-    finally:
-        run.cleanup()
-        doc["budget"] = budget.summary()
-        finish(doc, a.json)
+        try:
+            run_all(a, run, budget, plan, doc)
+        finally:
+            run.cleanup()
+            doc["budget"] = budget.summary()
+            finish(doc, a.json)
+    except WriteFailed as e:  # the system refused the write (a full file system: ENOSPC): a system error
+        print(f"faults: {e}", file=sys.stderr)
+        return 3
     table(doc)
     print(f"faults: {sum(c['ok'] for c in doc['cases'])}/{len(doc['cases'])} cases ok, "
           f"{len(doc['skipped'])} skipped; wrote {a.json}")

@@ -9,11 +9,14 @@ Modules, one concern each:
                 decimal numbers (integer, decimal, integer_list: the argparse types every script uses)
   files.py      the one writer of the scripts' output files, and the checks of output paths and folders (only a
                 regular file or a new name is written; docs/reliability.md "Files the scripts write")
+  guard.py      a job that ends with the script that started it: its own process group, killed when the script
+                dies (PR_SET_PDEATHSIG), also when it is killed outright (scripts/evidence, perf-check --ab)
   reader.py     bounded reads of regular files, strict JSON (depth limit, no NaN/Infinity, no duplicate keys),
                 the *.json files under folders
   documents.py  a document's schema name and version checked first: Document, load_document, load_documents
   a2a.py        typed mori.a2a rows: Identity (every field that changes what ran), Row, Run, load_run(s),
-                group_runs (runs grouped only within one revision)
+                group_runs (runs grouped only within one revision); check_document, the same rules for
+                validate-json (a count such as "wrong" is an integer: 7.0 refused)
   machine.py    the facts of this machine the scripts run jobs by (GPU counts, driver, MPS and when ranks need
                 it, the revision the built tools report), and the words for where ranks go (mps_placement, device
                 placement, plan placement)

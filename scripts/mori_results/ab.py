@@ -11,24 +11,87 @@ The revision REV: in a tree with a .git (folder, or file of a git worktree) it m
 git. In a copy of the tree without .git (a GPU machine that gets the files only) REV cannot be checked out, so
 --baseline-bin is required and REV is recorded as stated, unchecked (ab.revision_checked false); the baseline
 side's reports then say which revision their tools were built from (ab.baseline_report_revisions).
+
+Cleanup on every exit (docs/perf-check.md "A/B"): the build and every run are started as their own process group
+under the guard (guard.py: the group also ends if this script is killed outright); past --run-timeout-s, or when
+SIGTERM, SIGINT or SIGHUP stops the script (stop_on_signals: the signal becomes Interrupted, so that every
+finally-block runs), the whole group is killed and waited for. The worktree is removed (git worktree remove
+--force, then git worktree prune) and the work folder too (unless --keep) whether the A/B succeeds, fails or is
+stopped (session()).
 """
+import contextlib
 import dataclasses
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
 from .a2a import ABSENT
-from .errors import Malformed
+from .errors import Malformed, Usage
+from .files import check_output_folder, make_folders
+from .guard import end_job, guarded
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 PLACEHOLDERS = ("{bin}", "{json}")
 
 
 class RunFailed(Exception):
     """A command of the job failed (not bad input: exit 3)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGINT or SIGHUP while the A/B runs: unwinds it so that every cleanup runs; the script exits
+    128 + signum."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    for sig in STOP_SIGNALS:  # a second signal does not cut the cleanup short
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def stop_on_signals():
+    """From here on SIGTERM, SIGINT and SIGHUP raise Interrupted (the cleanup then runs in finally-blocks)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop)
+
+
+def _end_group(p):
+    """Kills the job of the guard p (its process tree and group, guard.end_job) and reaps p, bounded."""
+    end_job(p.pid)
+    try:  # bounded: a process that left the group may still hold the pipe
+        p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def run_group(argv, what, timeout, **kwargs):
+    """(exit code, stdout + stderr) of argv run as its own process group under the guard; past timeout (RunFailed)
+    or on any exception here (Interrupted) the whole group is killed first."""
+    try:
+        p = subprocess.Popen(guarded(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace", start_new_session=True, **kwargs)
+    except OSError as e:
+        raise RunFailed(f"{what}: {e}")
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(p)
+        raise RunFailed(f"{what}: did not end within {timeout:g} s (--run-timeout-s): its process group killed")
+    except BaseException:
+        _end_group(p)
+        raise
+    return p.returncode, out
 
 
 @dataclass
@@ -41,6 +104,7 @@ class Plan:
     current_bin: str = ""
     baseline_bin: str = ""   # prebuilt baseline tools ('' : build the revision in a worktree)
     build_cmd: str = "scripts/build"
+    build_argv: list = field(default_factory=list)  # build_cmd split as a shell would (check_plan)
     timeout_s: float = 600.0
     order: list = field(default_factory=list)
     env: dict = field(default_factory=lambda: {"baseline": {}, "current": {}})  # side -> {NAME: VALUE}
@@ -92,8 +156,15 @@ def git(repo, *args, timeout=120):
     return p.returncode, p.stdout.strip()
 
 
-def check_plan(plan):
+def check_plan(plan, keep=None):
     """Usage checks before anything runs (Malformed: exit 2)."""
+    try:
+        plan.build_argv = shlex.split(plan.build_cmd)
+    except ValueError as e:
+        raise Usage(f"--build-cmd {plan.build_cmd!r}: cannot split it as a shell would ({e})")
+    if not plan.build_argv:
+        raise Usage("--build-cmd: no command")
+    check_output_folder(keep, "--keep")
     if plan.runs < 2:
         raise Malformed(None, f"--runs {plan.runs}: at least 2 (the allowance needs the baseline's spread)")
     if not plan.command:
@@ -125,14 +196,11 @@ def build_baseline(plan, work):
     if rc != 0:
         raise RunFailed(f"git worktree add {plan.commit[:12]}: {out[-500:]}")
     env = dict(os.environ, MORI_BUILD_DIR="build")
-    try:
-        p = subprocess.run(shlex.split(plan.build_cmd), cwd=tree, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=plan.timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise RunFailed(f"building {plan.commit[:12]} ({plan.build_cmd}): {e}")
-    if p.returncode != 0:
-        raise RunFailed(f"building {plan.commit[:12]} ({plan.build_cmd}) exited {p.returncode}: "
-                        f"{' | '.join(p.stdout.strip().splitlines()[-5:])}")
+    rc, out = run_group(plan.build_argv, f"building {plan.commit[:12]} ({plan.build_cmd})", plan.timeout_s,
+                        cwd=tree, env=env)
+    if rc != 0:
+        raise RunFailed(f"building {plan.commit[:12]} ({plan.build_cmd}) exited {rc}: "
+                        f"{' | '.join(out.strip().splitlines()[-5:])}")
     b = os.path.join(tree, "build", "bin")
     if not os.path.isdir(b):
         raise RunFailed(f"building {plan.commit[:12]} left no build/bin")
@@ -140,47 +208,69 @@ def build_baseline(plan, work):
 
 
 def remove_worktree(plan, work):
+    """The baseline's worktree removed and unregistered: also one whose `git worktree add` was cut short."""
+    if plan.baseline_bin:  # no worktree was made
+        return
     tree = os.path.join(work, "baseline-tree")
+    # A `git worktree add` cut short leaves its worktree locked ("initializing"): unlocked first, then removed
+    # (--force twice removes a locked one), its folder removed, and every registration without a folder pruned.
+    git(plan.repo, "worktree", "unlock", tree)
     if os.path.isdir(tree):
-        git(plan.repo, "worktree", "remove", "--force", tree)
-        git(plan.repo, "worktree", "prune")
+        git(plan.repo, "worktree", "remove", "--force", "--force", tree)
+        shutil.rmtree(tree, ignore_errors=True)
+    git(plan.repo, "worktree", "prune")
 
 
 def interleave(plan, bins, out_dir):
     """Runs the command plan.runs times per side, alternating the order; -> {side: folder of its JSON}."""
     folders = {side: os.path.join(out_dir, side) for side in bins}
-    for f in folders.values():
-        os.makedirs(f, exist_ok=True)
+    for f in folders.values():  # a full file system: WriteFailed (exit 3), not a traceback
+        make_folders(f, "--keep")
     for i in range(plan.runs):
         order = ("baseline", "current") if i % 2 == 0 else ("current", "baseline")
         for side in order:
             path = os.path.join(folders[side], f"run-{i + 1}.json")
             argv = [a.replace("{bin}", bins[side]).replace("{json}", path) for a in plan.command]
-            try:
-                p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   timeout=plan.timeout_s, env=dict(os.environ, **plan.env[side]))
-            except (OSError, subprocess.TimeoutExpired) as e:
-                raise RunFailed(f"{side} run {i + 1}: {e}")
+            rc, out = run_group(argv, f"{side} run {i + 1}", plan.timeout_s, env=dict(os.environ, **plan.env[side]))
             # exit 1 (wrong elements) still wrote its report: the gate judges it
-            if p.returncode not in (0, 1) or not os.path.exists(path):
-                raise RunFailed(f"{side} run {i + 1} exited {p.returncode}: "
-                                f"{' | '.join(p.stdout.strip().splitlines()[-5:])}")
+            if rc not in (0, 1) or not os.path.exists(path):
+                raise RunFailed(f"{side} run {i + 1} exited {rc}: {' | '.join(out.strip().splitlines()[-5:])}")
             plan.order.append(f"{side}:{i + 1}")
     return folders
 
 
-def run_ab(plan, keep=None):
-    """Builds (or takes) both sides' tools and interleaves their runs; -> (baseline folder, current folder, work)."""
-    check_plan(plan)
+@contextlib.contextmanager
+def session(plan, keep=None):
+    """The A/B's work folder (keep, else a fresh /tmp/mori-ab-*), after the usage checks (check_plan): on every
+    way out of the block, success, failure or Interrupted, the worktree is removed and the work folder too unless
+    it is keep (then only a folder this call made is removed where nothing was run into it)."""
+    check_plan(plan, keep)
+    made = make_folders(keep, "--keep") if keep else None
     work = keep or tempfile.mkdtemp(prefix="mori-ab-")
-    os.makedirs(work, exist_ok=True)
+    ran = False
+    try:
+        yield work
+        ran = True
+    finally:
+        try:
+            remove_worktree(plan, work)
+        finally:
+            if not keep:
+                discard(work)
+            elif made and not ran and not os.path.isdir(os.path.join(work, "runs")):
+                discard(made)
+
+
+def run_ab(plan, work):
+    """Builds (or takes) both sides' tools and interleaves their runs in work; -> (baseline folder, current
+    folder). The worktree is removed here already (session() removes it again on any way out)."""
     try:
         base_bin = plan.baseline_bin or build_baseline(plan, work)
         folders = interleave(plan, {"baseline": os.path.abspath(base_bin),
                                     "current": os.path.abspath(plan.current_bin)}, os.path.join(work, "runs"))
     finally:
         remove_worktree(plan, work)
-    return folders["baseline"], folders["current"], work
+    return folders["baseline"], folders["current"]
 
 
 def report_revisions(runs):

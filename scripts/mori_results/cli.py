@@ -3,7 +3,10 @@
 - a usage error is one line on stderr, `NAME: what is wrong (--help for usage)`, and exit 2 (Parser.error);
 - an option given an empty value (`--json ''`, `--out=`) is a usage error, never "not given" (Parser);
 - a number is plain decimal: digits, an optional '-' and, for a decimal, one '.' (integer, decimal); no blank
-  around it, no '+', no hex, no exponent, no 'nan' or 'inf'.
+  around it, no '+', no hex, no exponent, no 'nan' or 'inf';
+- a number is also in its option's range, checked by the parser before any work (bounded: positive_integer,
+  non_negative_integer, positive_decimal, non_negative_decimal): a count or a bound in seconds is never negative
+  (`faults --timeout-s -1`, `scale-sweep --fit-from -3` are usage errors, not runs).
 """
 import argparse
 import re
@@ -56,3 +59,24 @@ def integer_list(text, what="a list of whole numbers"):
     if bad is not None:
         raise argparse.ArgumentTypeError(f"'{text}' is not {what}: '{bad}' is not a whole number in decimal digits")
     return [int(p) for p in parts]
+
+
+def bounded(kind, low, above=False, high=None):
+    """An argparse type: a number read by kind (integer or decimal) that is >= low (above: > low) and, where high
+    is given, <= high. The one range check of the scripts' number options (a usage error naming the option)."""
+    word = "a whole number" if kind is integer else "a number"
+    rule = f"{word} {'>' if above else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+
+    def parse(text):
+        v = kind(text)
+        if (v <= low if above else v < low) or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"'{text}' is not {rule}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
+positive_integer = bounded(integer, 0, above=True)
+non_negative_integer = bounded(integer, 0)
+positive_decimal = bounded(decimal, 0, above=True)
+non_negative_decimal = bounded(decimal, 0)

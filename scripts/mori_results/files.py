@@ -8,6 +8,7 @@ empty path and a folder that does not exist or cannot be written: each is checke
 fresh temporary file in the same folder (created exclusively, links not followed) and renames it over the target
 after checking the target once more: a FIFO or a device swapped in meanwhile is refused, never replaced. A
 replaced file keeps its permission bits; a new one is 0666 less the umask. '-' is stdout where a script says so.
+A write the system refuses (ENOSPC, EDQUOT, EIO) is WriteFailed, a system error (exit 3), never "bad input".
 
 An output folder (--out DIR) is a folder, a symlink to one, or a new name whose nearest existing parent is a
 writable folder (check_output_folder); a file, a FIFO, a device, a symlink loop or a link to nothing is refused.
@@ -16,10 +17,11 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
 import sys
 
-from .errors import Malformed, Usage
+from .errors import Usage, WriteFailed
 
 _KIND = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -92,6 +94,52 @@ def check_output_folder(path, option):
         raise Usage(f"{where}: {p} is not writable (a read-only mount, or its permissions)")
 
 
+# What the system refuses for a reason of its own (not of the path, which was checked): a system error, exit 3.
+SYSTEM_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.ENOMEM)
+
+
+def make_folders(path, option):
+    """os.makedirs(path) for an output folder checked by check_output_folder; -> the topmost folder it made (None:
+    path was there), so that a caller that fails before writing anything can remove what it made. A full file
+    system (ENOSPC, ...) is WriteFailed, any other refusal Usage."""
+    top = None
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        top, p = p, os.path.dirname(p)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        if top is not None:
+            remove_made(top)
+        if e.errno in SYSTEM_ERRNOS:
+            raise WriteFailed(path, option, e)
+        raise Usage(f"{option}: cannot make {path}: {e.strerror or e}")
+    return top
+
+
+def remove_made(top):
+    """Removes a folder tree this process made (make_folders' result); None: nothing."""
+    if top is not None:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def check_folder_entries(folder, option):
+    """Usage unless every entry under folder (at any depth) is a regular file or a folder: a symlink, a FIFO, a
+    device or a socket where a script writes its files (an evidence folder continued by --resume) is refused
+    before any work, never written through or opened."""
+    for top, dirs, names in os.walk(folder):
+        for name in sorted(dirs + names):
+            p = os.path.join(top, name)
+            try:
+                st = os.lstat(p)
+            except OSError as e:
+                raise Usage(f"{option}: {p}: {e.strerror or e}")
+            if stat.S_ISLNK(st.st_mode):
+                raise Usage(f"{option}: {p} is {_symlink(p)}; {ONLY}")
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                raise Usage(f"{option}: {p} is {kind(st.st_mode)}; {ONLY}")
+
+
 def _new_temporary(folder):
     """(fd, path) of a fresh file in folder: created exclusively, never through a link."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -108,7 +156,7 @@ def _new_temporary(folder):
 def replacing(path, option, binary=False):
     """A file to write path's new content into. On a clean exit of the block it replaces path (checked again
     first); on any exception the temporary file is removed and path is left as it was. OSError becomes
-    Malformed naming the file."""
+    WriteFailed naming the file and the error's name (ENOSPC where the file system is full: a system error)."""
     check_output_file(path, option)
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
@@ -128,7 +176,7 @@ def replacing(path, option, binary=False):
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
-        raise Malformed(path, f"{option}: cannot write: {e.strerror or e}")
+        raise WriteFailed(path, option, e)
     finally:
         if tmp is not None:
             try:

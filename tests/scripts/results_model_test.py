@@ -217,6 +217,16 @@ with tempfile.TemporaryDirectory() as tmp:
         rc, out = script(name, *args)
         check(f'{name}: "p50": 1 followed by 400 zeros: exit 2 naming the file, no traceback',
               rc == 2 and "a.json" in out and "range of a double" in out and "Traceback" not in out, out)
+    # One rule for a count, in the results model, for every script: "wrong": 7.0 is refused by perf-check,
+    # check-results and validate-json alike (a JSON schema's "integer" would let 7.0 through).
+    float_count = copy.deepcopy(BASE)
+    float_count["wrong"] = 7.0
+    fc = put("fc/a.json", float_count)
+    for name, args, code in (("perf-check", [good, fc], 2), ("check-results", [os.path.dirname(fc)], 2),
+                             ("validate-json", [fc], 1)):
+        rc, out = script(name, *args)
+        check(f'{name}: "wrong": 7.0 refused (exit {code}) naming the field, by the results model\'s rule',
+              rc == code and "wrong: expected a non-negative integer" in out and ": valid" not in out, out)
     for name in ("perf-check", "check-results", "validate-json", "render-results"):
         rc, out = script(name, "--help")
         check(f"{name} --help: usage, exit 0", rc == 0 and "usage" in out.lower(), out)

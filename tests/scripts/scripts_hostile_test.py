@@ -323,6 +323,46 @@ for name, opts, values in NUMBERS:
             if not (rc == 2 and len(lines(out)) == 1 and opt in out and "Traceback" not in out):
                 bad.append((opt, v, rc, out[-300:]))
     check(f"scripts/{name} {' '.join(opts)}: {values} each exit 2, one line naming the option", not bad, repr(bad))
+# ---- A number is also in its option's range: refused before any job (scripts/mori_results/cli.py, bounded) -----
+RANGES = [("faults", ["--backend", "host", "--bin", BIN], [("--timeout-s", "-1"), ("--timeout-s", "0"),
+                                                           ("--settle-s", "-1"), ("--iters", "0"),
+                                                           ("--iters", "-5"), ("--announce-limit-s", "-2"),
+                                                           ("--chunk-kib", "0"), ("--graph-k", "-1"),
+                                                           ("--budget-s", "-3")]),
+          ("scale-sweep", ["--bin", BIN], [("--fit-from", "-3"), ("--fit-from", "0"), ("--timeout-s", "-1")]),
+          ("perf-check", ["--ab", "HEAD", "--baseline-bin", BIN, "--current-bin", BIN],
+           [("--run-timeout-s", "-1"), ("--run-timeout-s", "0")]),
+          ("compare", ["--json", os.path.join(TMP, "range-compare.json")],
+           [("--timeout-s", "0"), ("--nccl-tests-timeout", "-1"), ("--nproc", "-2"), ("--nccl-tests-ctas", "-1")]),
+          ("matrix_sweep.py", ["--probe", A2A_DOC, "--goal", "0.9", "--out", os.path.join(TMP, "range-sweep.json")],
+           [("--world", "-2"), ("--world", "0"), ("--probe-exit", "-1")])]
+for name, base, cases in RANGES:
+    bad = []
+    for opt, v in cases:
+        out_json = os.path.join(TMP, f"range-{name}.json")
+        tail = ["--json", out_json] if name == "faults" else []
+        tail += ["--", *MPIRUN, "-n", "2", "{bin}/mori-a2a", "--json", "{json}"] if name == "perf-check" else []
+        cmd = [sys.executable, script(name)] if name.endswith(".py") else [script(name)]
+        rc, out = run([*cmd, *base, opt, v, *tail], env=GUARD, timeout=60)
+        written = [p for p in (out_json, os.path.join(TMP, "range-compare.json"),
+                               os.path.join(TMP, "range-sweep.json")) if os.path.exists(p)]
+        if not (one_usage_line(rc, out, opt) and "Traceback" not in out and not written):
+            bad.append((opt, v, rc, out[-300:]))
+    check(f"scripts/{name}: a number out of its option's range ({', '.join(o + ' ' + v for o, v in cases)}) "
+          "is exit 2, one line naming the option, before any job", not bad, repr(bad))
+
+# ---- A launcher line that cannot be split as a shell would: exit 2, one line, before any work --------------
+for label, cmd, env in (("faults --mpirun", [script("faults"), "--backend", "host", "--bin", BIN, "--mpirun",
+                                             "mpirun -x 'FOO", "--json", os.path.join(TMP, "q.json")], {}),
+                        ("faults with MORI_MPIRUN", [script("faults"), "--backend", "host", "--bin", BIN, "--json",
+                                                     os.path.join(TMP, "q.json")], {"MORI_MPIRUN": 'mpirun "-x'}),
+                        ("scale-sweep with MPIRUN", [script("scale-sweep"), "--bin", BIN, "--out",
+                                                     os.path.join(TMP, "q-sweep")], {"MPIRUN": "mpirun 'x"})):
+    rc, out = run(cmd, env=dict(GUARD, **env), timeout=60)
+    check(f"{label} holding an unbalanced quote: exit 2, one line naming it, nothing written",
+          one_usage_line(rc, out, "as a shell would") and not os.path.exists(os.path.join(TMP, "q.json"))
+          and not os.path.exists(os.path.join(TMP, "q-sweep")), out)
+
 rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--tolerance", "3.5"], env=GUARD)
 check("perf-check --tolerance 3.5 (plain decimal): accepted", rc == 0, out)
 rc, out = run([script("matrix-sweep"), "--goal", ".9", "--world", "x"], env=GUARD)
