@@ -66,6 +66,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# ldconfig runs after install and removal, so that programs find libmori_symm.so.0.2 by its soname.
+configure_file(cmake/deb-triggers ${CMAKE_BINARY_DIR}/deb-control/triggers COPYONLY)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb-control/triggers)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
   "openmpi-bin | mpich, python3-jsonschema, libopenmpi-dev | libmpich-dev, libspdlog-dev, libfmt-dev, nlohmann-json3-dev")

@@ -9,8 +9,8 @@ example: `cmake --install` into a temporary prefix; the example (examples/) copi
   at 4 ranks on the host runtime with the source and build trees hidden (an empty folder mounted over each, in
   a mount namespace of their own).
 headers: every installed header compiles alone (with the flags of mori_symm.pc).
-deb: `cpack -G DEB` makes the package; its Depends name MPI, spdlog and fmt and no GPU library (those are loaded
-  at run time); unpacked with dpkg-deb -x, its tools print --version, mori-a2a runs a 2-rank host job, the
+deb: `cpack -G DEB` makes the package (with shlibs and an ldconfig trigger); its Depends name MPI, spdlog and fmt
+  and no GPU library (those are loaded at run time); unpacked with dpkg-deb -x, its tools print --version, mori-a2a runs a 2-rank host job, the
   installed mori-validate-json checks that report against the installed schemas and mori-perf-check compares it
   with itself, and the example it carries builds against the unpacked .pc and runs at 2 ranks, all with the
   trees hidden.
@@ -163,6 +163,8 @@ def deb():
         need = ("libopenmpi", "libspdlog", "libfmt", "libstdc++", "python3")
         check(f"its Depends name {', '.join(need)}", all(n in depends for n in need) or
               ("libmpich" in depends and all(n in depends for n in need[1:])), fields)
+        _, info = run(["dpkg-deb", "-I", debs[0]])
+        check("it carries shlibs and an ldconfig trigger", "shlibs" in info and "triggers" in info, info)
         check("its Depends name no GPU library", not re.search(r"cuda|nvrtc|hiprtc|amdhip|rocm", depends), fields)
         root = os.path.join(tmp, "root")
         rc, out = run(["dpkg-deb", "-x", debs[0], root])
