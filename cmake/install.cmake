@@ -71,7 +71,8 @@ configure_file(cmake/deb-triggers ${CMAKE_BINARY_DIR}/deb-control/triggers COPYO
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb-control/triggers)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-  "openmpi-bin | mpich, python3-jsonschema, libopenmpi-dev | libmpich-dev, libspdlog-dev, libfmt-dev, nlohmann-json3-dev")
+  "openmpi-bin | mpich, python3-jsonschema, libopenmpi-dev | libmpich-dev, libspdlog-dev, libfmt-dev, \
+nlohmann-json3-dev")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-matplotlib")
 set(CPACK_GENERATOR DEB)
 include(CPack)

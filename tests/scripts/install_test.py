@@ -10,10 +10,10 @@ example: `cmake --install` into a temporary prefix; the example (examples/) copi
   a mount namespace of their own).
 headers: every installed header compiles alone (with the flags of mori_symm.pc).
 deb: `cpack -G DEB` makes the package (with shlibs and an ldconfig trigger); its Depends name MPI, spdlog and fmt
-  and no GPU library (those are loaded at run time); unpacked with dpkg-deb -x, its tools print --version, mori-a2a runs a 2-rank host job, the
-  installed mori-validate-json checks that report against the installed schemas and mori-perf-check compares it
-  with itself, and the example it carries builds against the unpacked .pc and runs at 2 ranks, all with the
-  trees hidden.
+  and no GPU library (those are loaded at run time); unpacked with dpkg-deb -x, its tools print --version,
+  mori-a2a runs a 2-rank host job, the installed mori-validate-json checks that report against the installed
+  schemas and mori-perf-check compares it with itself, and the example it carries builds against the unpacked .pc
+  and runs at 2 ranks, all with the trees hidden.
 """
 import concurrent.futures
 import glob
