@@ -138,12 +138,14 @@ def png_size(path):
 
 
 def main():
-    from harness import check, finish, not_run
+    from harness import ON_CI, check, finish, skip
     from mori_results.plots import plot_interpreter
     exe, why = plot_interpreter()
-    if not exe:
-        not_run("the plots drawn from committed JSON", why)
-        finish()
+    if not exe:  # skipped with the reason; CI has scripts/deps' python3-matplotlib: there a failure
+        if ON_CI:
+            check(f"an interpreter that imports matplotlib (CI=true): {why}", False)
+            finish()
+        skip(f"the plots drawn from committed JSON: {why}")
     print(f"plot interpreter: {exe}")
     with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run([exe, os.path.abspath(__file__), "--child", tmp], stdout=subprocess.PIPE,
