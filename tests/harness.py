@@ -223,12 +223,12 @@ def settle(timeout=10.0):
 
 
 def job_sockets():
-    """The project sockets (mori-symm-<nonce>-<rank>) that this test's running processes hold."""
+    """The project sockets (mori-symm-<nonce>-<rank>-<key>) that this test's running processes hold."""
     held = _held_sockets(tagged_pids())
     socks = set()
     with open("/proc/net/unix") as f:
         for line in f.read().splitlines()[1:]:
-            m = re.search(r"@(mori-symm-[0-9a-f]+-\d+)", line)
+            m = re.search(r"@(mori-symm-[0-9a-f]+-\d+(?:-[0-9a-f]+)?)", line)
             if m and line.split()[6] in held:
                 socks.add(m.group(1))
     return socks

@@ -192,5 +192,6 @@ int main(int argc, char** argv) {
   spec.validate = [&] { validate(o); };
   spec.body = [&](ToolEnv& env) { return run(env, o); };
   spec.bound_expired = [&](ToolEnv& env, const std::string& what) { report_expired_bound(env, o, what); };
+  spec.windows_held = [&] { return teardown_windows_held(o.scenario, o.windows); };
   return tool_main(argc, argv, spec);
 }

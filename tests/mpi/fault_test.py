@@ -11,6 +11,7 @@ rejected with a warning, their fds closed, and the rendezvous must still succeed
 usage: fault_test.py BIN_DIR MPIRUN...
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,7 @@ for spec, cmd, what in faults:
 ATTACKER = r'''
 import os, re, socket, sys
 name = sys.argv[1]
-nonce = re.fullmatch(r"mori-symm-([0-9a-f]{32})-0", name).group(1)
+nonce = re.fullmatch(r"mori-symm-([0-9a-f]{32})-0-[0-9a-f]{32}", name).group(1)
 payload = b"MORIFD01" + bytes.fromhex(nonce) + (1).to_bytes(4, "little") + (1).to_bytes(4, "little")
 fd = os.open("/dev/null", os.O_RDONLY)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -76,7 +77,7 @@ print("sent to", name, flush=True)
 def own_rank0_socket(job_proc, bound_s=10):
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline and job_proc.poll() is None:
-        names = [n for n in harness.job_sockets() if n.endswith("-0")]
+        names = [n for n in harness.job_sockets() if re.fullmatch(r"mori-symm-[0-9a-f]{32}-0-[0-9a-f]{32}", n)]
         if names:
             return names[0]
         time.sleep(0.02)

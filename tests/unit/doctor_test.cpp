@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fake_runtime.hpp"
+#include "mori/symm/base/fds.hpp"
 #include "mori/symm/bringup/doctor.hpp"
 #include "mori/symm/bringup/environment.hpp"
 
@@ -196,7 +197,37 @@ TEST(Doctor, NamespacesBootIdsAndLimitsNameTheRanks) {
   ASSERT_NE(find(d, "net_namespace_mismatch"), nullptr);
   ASSERT_NE(find(d, "fd_limit_low"), nullptr);
   EXPECT_EQ(find(d, "fd_limit_low")->ranks, std::vector<int>{1});
-  EXPECT_EQ(fd_needed(4, 16), 128u);
+}
+
+// One rule for the descriptors a rank needs (fds_needed): the tools' preflight refuses below it and the
+// doctor's fd_limit_low fires exactly below it, per rank, for its team and the windows held at once.
+TEST(Doctor, FdLimitLowIsThePreflightsRule) {
+  EXPECT_EQ(fds_needed(16, 1, 17), 17u + 4 + 2 * 15 + 16);
+  EXPECT_EQ(fds_needed(4, 8, 20), 20u + 8 * (4 + 2 * 3) + 16);
+  EXPECT_EQ(fds_needed(1, 1, -1), 64u + 4 + 16);  // open count unreadable: 64
+  EXPECT_GT(fds_needed(16, 2, 17), fds_needed(16, 1, 17));
+  for (int windows : {1, 8}) {
+    auto r = clean_ranks(16);
+    for (auto& f : r) f.open_fds = 17;
+    const std::uint64_t need = fds_needed(16, windows, 17);
+    r[3].nofile_soft = need;  // exactly enough: the preflight lets it run, the doctor stays quiet
+    r[5].nofile_soft = need - 1;
+    r[7].open_fds = 30;  // more open at the start: needs more
+    r[7].nofile_soft = need;
+    const auto d = diagnose_ranks(r, windows);
+    ASSERT_NE(find(d, "fd_limit_low"), nullptr) << windows;
+    EXPECT_EQ(find(d, "fd_limit_low")->ranks, (std::vector<int>{5, 7})) << windows;
+  }
+  // The team is the node's: two nodes of 8 ranks need what a team of 8 needs.
+  auto r = clean_ranks(16);
+  for (auto& f : r) {
+    f.open_fds = 17;
+    f.node = f.rank / 8;
+    f.nofile_soft = fds_needed(8, 1, 17);
+  }
+  EXPECT_EQ(find(diagnose_ranks(r, 1), "fd_limit_low"), nullptr);
+  r[0].nofile_soft -= 1;
+  ASSERT_NE(find(diagnose_ranks(r, 1), "fd_limit_low"), nullptr);
 }
 
 TEST(Doctor, DeepDataUnreachablePeerAndGrantPenalty) {

@@ -50,9 +50,9 @@ class FakeRuntime final : public Runtime {
     maybe_fail("export");
     return host_->export_fabric(h);
   }
-  PhysHandle import_fd(int fd) override {
+  PhysHandle import_fd(int fd, std::size_t size) override {
     maybe_fail("import");
-    return host_->import_fd(fd);
+    return host_->import_fd(fd, size);
   }
   PhysHandle import_fabric(const FabricBlob& b) override {
     maybe_fail("import");

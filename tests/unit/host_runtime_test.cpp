@@ -1,5 +1,6 @@
 // The host runtime keeps the GPU rules that matter (issue "foundation", item 3).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,7 +31,7 @@ TEST_P(HostRuntimeTest, ImportedMappingSeesExporterBytes) {
   PhysHandle imported;
   if (GetParam() == HandleType::posix_fd) {
     int fd = rt->export_fd(h);
-    imported = rt->import_fd(fd);
+    imported = rt->import_fd(fd, kSize);
     close(fd);
   } else {
     imported = rt->import_fabric(rt->export_fabric(h));
@@ -70,7 +71,8 @@ TEST_P(HostRuntimeTest, ImportInAnotherProcessSeesBytes) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     auto child = make_host_runtime();
-    PhysHandle ih = GetParam() == HandleType::fabric ? child->import_fabric(blob) : child->import_fd(fd);
+    PhysHandle ih =
+        GetParam() == HandleType::fabric ? child->import_fabric(blob) : child->import_fd(fd, kSize);
     void* m = map_rw(*child, ih, kSize);
     std::memset(m, 0x5a, 128);
     _exit(0);
@@ -164,6 +166,40 @@ TEST(HostRuntime, FabricImportRejectsForeignNames) {
   auto imported = rt->import_fabric(good);
   rt->release(imported);
   rt->release(real);
+}
+
+// import_fd takes only this runtime's own memory objects, of this uid, at least as large as asked: a
+// descriptor of a regular file (that a sender with forged credentials sent) is never mapped and written into.
+TEST(HostRuntime, FdImportRejectsForeignObjectsAndShortOnes) {
+  auto rt = make_host_runtime();
+  char path[] = "/tmp/mori-import-XXXXXX";
+  const int file = mkstemp(path);
+  ASSERT_GE(file, 0);
+  unlink(path);
+  ASSERT_EQ(ftruncate(file, kSize), 0);
+  auto refused = [&](int fd, std::size_t size, const std::string& why) {
+    try {
+      rt->release(rt->import_fd(fd, size));
+      ADD_FAILURE() << "imported: " << why;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.api_error(), "NOT_PERMITTED") << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(file, kSize, "not a memory object of this runtime");
+  const int other = memfd_create("not-mori", MFD_CLOEXEC);
+  ASSERT_EQ(ftruncate(other, kSize), 0);
+  refused(other, kSize, "not a memory object of this runtime");
+  auto own = rt->mem_create(0, kSize, HandleType::posix_fd);
+  const int fd = rt->export_fd(own);
+  refused(fd, 2 * kSize, "fewer than the 131072 requested");
+  auto imported = rt->import_fd(fd, kSize);
+  rt->release(imported);
+  rt->release(own);
+  close(fd);
+  close(other);
+  close(file);
+  EXPECT_EQ(rt->live_resources().handles, 0);
 }
 
 TEST(HostRuntime, RejectsBadSizesAndDevices) {

@@ -16,12 +16,18 @@ int count_open_fds() {
   return n - 3;  // ".", ".." and the DIR's own fd
 }
 
-std::uint64_t fds_needed_for_team(int team, int open_now) {
-  // What is open, two per peer (the received fd and the imported handle's own) and 16 for the own allocation,
-  // the socket and the tool's files: the least one window needs. More windows need more (the doctor's
-  // fd_limit_low).
+int open_fds_at_start() {
+  static const int at_start = count_open_fds();
+  return at_start;
+}
+
+std::uint64_t fds_needed(int team, int windows, int open_now) noexcept {
+  // What is open; per window the own allocation, its local mapping, its own slot's handle and mapping (4),
+  // and per peer the imported handle and its mapping (2); and 16 for the socket, the descriptor in flight and
+  // the tool's files.
   const std::uint64_t open = open_now < 0 ? 64 : static_cast<std::uint64_t>(open_now);
-  return open + 2 * static_cast<std::uint64_t>(std::max(team - 1, 0)) + 16;
+  const std::uint64_t per_window = 4 + 2 * static_cast<std::uint64_t>(std::max(team - 1, 0));
+  return open + static_cast<std::uint64_t>(std::max(windows, 1)) * per_window + 16;
 }
 
 FdLimit raise_fd_limit(std::uint64_t wanted) noexcept {

@@ -9,6 +9,7 @@
 
 #include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
 
 namespace mori::symm {
 namespace {
@@ -57,7 +58,8 @@ const std::vector<CatalogEntry> kCatalog = {
      "nvidia-smi -c DEFAULT on that GPU, or start MPS, or run one rank per GPU"},
     {"compute_prohibited", S::error, "the GPU's compute mode is PROHIBITED",
      "nvidia-smi -i <gpu> -c DEFAULT"},
-    {"fd_limit_low", S::error, "RLIMIT_NOFILE is below what world x windows needs",
+    {"fd_limit_low", S::error,
+     "RLIMIT_NOFILE is below what the windows need (open + windows x (4 + 2 per peer) + 16)",
      "raise the limit (ulimit -n <hard>, LimitNOFILE= in systemd, --ulimit nofile= in docker)"},
     {"null_peers_outside_team", S::info,
      "ranks on other nodes have null peer pointers (outside the load/store team)",
@@ -148,18 +150,27 @@ void check_gpu_sharing(const std::vector<RankFacts>& ranks, std::vector<Diagnosi
   }
 }
 
+// The tools' preflight rule (fds_needed, base/fds.hpp) for each rank: its team, its descriptors open at the
+// start, `windows` windows at once.
 void check_fd_limits(const std::vector<RankFacts>& ranks, int windows, std::vector<Diagnosis>& out) {
-  const std::uint64_t need = fd_needed(static_cast<int>(ranks.size()), windows);
+  std::map<int, int> team;
+  for (const auto& r : ranks) ++team[r.node];
   std::map<std::uint64_t, std::vector<int>> low;
-  for (const auto& r : ranks)
-    if (r.nofile_soft < need) low[r.nofile_soft].push_back(r.rank);
+  std::uint64_t most = 0;
+  for (const auto& r : ranks) {
+    const std::uint64_t need = fds_needed(team[r.node], windows, r.open_fds);
+    if (r.nofile_soft >= need) continue;
+    low[r.nofile_soft].push_back(r.rank);
+    most = std::max(most, need);
+  }
   if (low.empty()) return;
   std::vector<int> all;
   for (const auto& l : low) all.insert(all.end(), l.second.begin(), l.second.end());
   std::sort(all.begin(), all.end());
   out.push_back(make("fd_limit_low", all,
-                     describe_groups(low, "have RLIMIT_NOFILE") + "; world " + std::to_string(ranks.size()) +
-                         " x " + std::to_string(windows) + " windows needs " + std::to_string(need)));
+                     describe_groups(low, "have RLIMIT_NOFILE") + "; " + std::to_string(windows) +
+                         " window(s) need up to " + std::to_string(most) +
+                         " (open at the start + windows x (4 + 2 per peer) + 16)"));
 }
 
 void check_teams(const std::vector<RankFacts>& ranks, std::vector<Diagnosis>& out) {
@@ -211,11 +222,6 @@ const CatalogEntry& catalog_entry(const std::string& id) {
   for (const auto& e : kCatalog)
     if (id == e.id) return e;
   throw UsageError("unknown diagnosis id '" + id + "'");
-}
-
-std::uint64_t fd_needed(int world, int windows) noexcept {
-  return 64 +
-         static_cast<std::uint64_t>(std::max(world, 1)) * static_cast<std::uint64_t>(std::max(windows, 1));
 }
 
 std::vector<Diagnosis> diagnose_ranks(const std::vector<RankFacts>& ranks, int windows) {

@@ -15,6 +15,7 @@
 
 #include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
 #include "mori/symm/base/files.hpp"
 #include "mori/symm/base/log.hpp"
 #include "mori/symm/base/report.hpp"
@@ -173,6 +174,7 @@ RankFacts local_rank_facts(Runtime* rt, int device, int rank, int node) {
     f.nofile_soft = rl.rlim_cur;
     f.nofile_hard = rl.rlim_max;
   }
+  f.open_fds = open_fds_at_start();
   f.rank = rank;
   f.node = node;
   f.device = device;

@@ -61,7 +61,7 @@ void probe_type(Runtime& rt, int device, HandleProbe& hp) {
            blob = rt.export_fabric(created);
        });
   ok = ok && step(hp, "import", [&] {
-         imported = hp.type == HandleType::posix_fd ? rt.import_fd(fd) : rt.import_fabric(blob);
+         imported = hp.type == HandleType::posix_fd ? rt.import_fd(fd, gran) : rt.import_fabric(blob);
          have_imported = true;
        });
   if (fd >= 0) close(fd);

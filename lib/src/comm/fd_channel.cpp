@@ -14,6 +14,7 @@
 #include "mori/symm/base/detail/poll.hpp"
 #include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
+#include "mori/symm/base/fds.hpp"
 #include "mori/symm/base/log.hpp"
 
 namespace mori::symm {
@@ -72,30 +73,50 @@ Nonce FdChannel::make_nonce() {
   return n;
 }
 
-std::string FdChannel::socket_name(const Nonce& nonce, int rank) {
+std::string FdChannel::socket_name(const Nonce& nonce, int rank, const SocketKey& key) {
   static const char* hex = "0123456789abcdef";
-  std::string s = "mori-symm-";
-  for (auto b : nonce) {
-    s += hex[b >> 4];
-    s += hex[b & 15];
-  }
-  return s + "-" + std::to_string(rank);
+  auto to_hex = [](const std::array<std::uint8_t, 16>& bytes) {
+    std::string s;
+    for (auto b : bytes) {
+      s += hex[b >> 4];
+      s += hex[b & 15];
+    }
+    return s;
+  };
+  return "mori-symm-" + to_hex(nonce) + "-" + std::to_string(rank) + "-" + to_hex(key);
+}
+
+void detail::bind_abstract(int sock, const std::string& name) {
+  sockaddr_un addr{};
+  const socklen_t len = make_addr(name, addr);
+  if (bind(sock, reinterpret_cast<sockaddr*>(&addr), len) == 0) return;
+  const int err = errno;
+  throw ApiError("bind(@" + name + ")", __FILE__, __LINE__, errno_name(err),
+                 err == EADDRINUSE ? "another process holds this abstract socket name" : "");
 }
 
 FdChannel::FdChannel(const Nonce& nonce, int rank, std::vector<int> job_pids, double timeout_s)
     : rank_(rank), nonce_(nonce), pids_(std::move(job_pids)), timeout_s_(timeout_s) {
+  // The key is drawn here, bound at once, and published only by the bind (and the job's allgather after it):
+  // no other process can know the name before this socket holds it.
+  key_ = make_nonce();
   sock_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock_ < 0) throw ApiError("socket(AF_UNIX, SOCK_DGRAM)", __FILE__, __LINE__, errno_name(errno));
   try {
     int one = 1;
     MORI_CHECK_POSIX(setsockopt(sock_, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)));
-    sockaddr_un addr{};
-    socklen_t len = make_addr(socket_name(nonce_, rank_), addr);
-    MORI_CHECK_POSIX(bind(sock_, reinterpret_cast<sockaddr*>(&addr), len));
+    detail::bind_abstract(sock_, name());
   } catch (...) {
     close(sock_);
     throw;
   }
+}
+
+void FdChannel::set_peer_keys(std::vector<SocketKey> keys) {
+  if (keys.size() != pids_.size())
+    throw UsageError("FdChannel::set_peer_keys: " + std::to_string(keys.size()) + " keys for a job of " +
+                     std::to_string(pids_.size()) + " ranks");
+  peer_keys_ = std::move(keys);
 }
 
 FdChannel::~FdChannel() {
@@ -106,13 +127,15 @@ FdChannel::~FdChannel() {
 bool FdChannel::try_send(int peer, int fd, std::uint32_t tag, int& err) {
   if (peer < 0 || peer >= static_cast<int>(pids_.size()))
     throw UsageError("FdChannel::send: peer out of range");
+  if (peer_keys_.empty()) throw UsageError("FdChannel::send: the peers' keys are not set (set_peer_keys)");
   Message m{};
   std::memcpy(m.magic, kMagic, sizeof(kMagic));
   std::memcpy(m.nonce, nonce_.data(), nonce_.size());
   m.sender = rank_;
   m.tag = tag;
-  const long r = detail::send_fd_datagram(sock_, socket_name(nonce_, peer), &m, sizeof(m), fd,
-                                          MSG_DONTWAIT | MSG_NOSIGNAL);
+  const long r =
+      detail::send_fd_datagram(sock_, socket_name(nonce_, peer, peer_keys_[static_cast<std::size_t>(peer)]),
+                               &m, sizeof(m), fd, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (r == static_cast<long>(sizeof(m))) {
     ++sends_;
     return true;
@@ -173,7 +196,7 @@ bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
     }
   }
   std::string why;
-  if (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
+  if (msg.msg_flags & MSG_TRUNC)
     why = "truncated datagram";
   else if (r != static_cast<ssize_t>(sizeof(m)) || std::memcmp(m.magic, kMagic, sizeof(kMagic)) != 0)
     why = "malformed payload";
@@ -187,6 +210,10 @@ bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
     why = "sender rank out of range";
   else if (cred.pid != pids_[static_cast<std::size_t>(m.sender)])
     why = "sender pid " + std::to_string(cred.pid) + " is not rank " + std::to_string(m.sender) + "'s";
+  else if ((msg.msg_flags & MSG_CTRUNC) && fds.empty())
+    fail_out_of_descriptors(m.sender);
+  else if (msg.msg_flags & MSG_CTRUNC)
+    why = "truncated control data";
   else if (fds.size() != 1)
     why = "carried " + std::to_string(fds.size()) + " fds, expected 1";
   else if (pending_.count({m.tag, m.sender}))
@@ -202,6 +229,19 @@ bool FdChannel::read_one(int& sender, std::uint32_t& tag, int& fd) {
   tag = m.tag;
   fd = fds[0];
   return true;
+}
+
+void FdChannel::fail_out_of_descriptors(int sender) const {
+  // A well-formed datagram of a job member whose descriptor the kernel could not install: this process is out
+  // of descriptors. Waiting on would only run out the bound and blame the peers (docs/reliability.md,
+  // "Hostile senders").
+  const FdLimit limit = raise_fd_limit(0);
+  const int open = count_open_fds();  // -1 where not even /proc/self/fd can be opened
+  throw ApiError("recvmsg(SCM_RIGHTS)", __FILE__, __LINE__, "EMFILE",
+                 "the descriptor rank " + std::to_string(sender) +
+                     " sent could not be installed: this process is out of descriptors (" +
+                     (open >= 0 ? std::to_string(open) + " open, " : std::string()) + "ulimit -n " +
+                     std::to_string(limit.soft) + "); raise the limit before starting the job");
 }
 
 void FdChannel::drain() {

@@ -135,7 +135,7 @@ struct JobIdentity {
   char args[200];         // argv[1..] as the message shows it (cut)
   std::uint64_t fd_soft;  // RLIMIT_NOFILE after raising it towards what the team needs
   std::uint64_t fd_hard;
-  std::uint64_t fd_need;  // what this rank needs: its open descriptors, two per peer and a margin
+  std::uint64_t fd_need;  // what this rank needs (fds_needed)
 };
 
 void copy_field(char* dst, std::size_t n, const std::string& s) {
@@ -168,7 +168,8 @@ std::string describe_groups(const std::vector<std::string>& per_rank, const std:
 
 // Every rank must run the same tool, built from the same code, with the same options: checked collectively
 // before any other traffic, so that every rank fails alike (exit 2) naming the ranks that differ.
-void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<std::string>& argv) {
+void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<std::string>& argv,
+                    int windows) {
   JobIdentity mine{};
   copy_field(mine.tool, sizeof(mine.tool), tool);
   std::string app = app_revision().identity(), lib = library_revision().identity();
@@ -186,13 +187,13 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
   for (std::size_t i = 1; i < argv.size(); ++i) args += (i > 1 ? " " : "") + argv[i];
   if (args.size() > sizeof(mine.args) - 1) args = args.substr(0, sizeof(mine.args) - 4) + "...";
   copy_field(mine.args, sizeof(mine.args), "'" + args + "'");
-  // Raised towards what the doctor recommends for one window (fd_limit_low); refused below the least that
-  // one window's exchange needs.
-  const std::uint64_t fds_needed = fds_needed_for_team(boot.team_size(), count_open_fds());
-  const FdLimit limit = raise_fd_limit(std::max(fds_needed, fd_needed(boot.team_size(), 1)));
+  // Raised towards what the windows this run holds at once need, and refused below it: the one rule of the
+  // doctor's fd_limit_low too (fds_needed, docs/setup.md "Large jobs").
+  const std::uint64_t fd_need = fds_needed(boot.team_size(), windows, open_fds_at_start());
+  const FdLimit limit = raise_fd_limit(fd_need);
   mine.fd_soft = limit.soft;
   mine.fd_hard = limit.hard;
-  mine.fd_need = fds_needed;
+  mine.fd_need = fd_need;
   const auto all = boot.allgather_value("tool.job", mine);
 
   std::vector<std::string> tools, code, options;
@@ -232,13 +233,14 @@ void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<
     need = std::max(need, all[r].fd_need);
   }
   if (!short_of.empty())
-    throw UsageError(
-        "the descriptor limit (ulimit -n) is " + std::to_string(lowest) + " (hard " + std::to_string(hard) +
-        ") on ranks " + detail::join_ranks(short_of) + ", below the " + std::to_string(need) +
-        " a rank of a " + std::to_string(boot.team_size()) +
-        "-rank team needs at least (those open already, two per peer and 16); raise it before starting the "
-        "job (ulimit -n " +
-        std::to_string(need) + ", or the hard limit: limits.conf / the launcher's)");
+    throw UsageError("the descriptor limit (ulimit -n) is " + std::to_string(lowest) + " (hard " +
+                     std::to_string(hard) + ") on ranks " + detail::join_ranks(short_of) + ", below the " +
+                     std::to_string(need) + " a rank of a " + std::to_string(boot.team_size()) +
+                     "-rank team needs at least (those open already, and for each of its " +
+                     std::to_string(windows) +
+                     " window(s) four and two per peer, and 16); raise it before starting the "
+                     "job (ulimit -n " +
+                     std::to_string(need) + ", or the hard limit: limits.conf / the launcher's)");
 }
 
 // A report or table lost on stdout (a full disk, a closed pipe or stdout) turns a success into exit 3, with
@@ -351,7 +353,7 @@ void start_job(ToolEnv& env, const ToolSpec& spec, int world_rank) {
   }
   env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
   SetupStep timed(Setup::options_check);
-  check_same_job(*env.boot, spec.name, env.argv);
+  check_same_job(*env.boot, spec.name, env.argv, spec.windows_held ? spec.windows_held() : 1);
 }
 
 // The runtime (--backend), the device (--device, else the node-local rank modulo the count), its GPU state.

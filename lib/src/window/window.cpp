@@ -132,11 +132,13 @@ void Window::exchange_fds(Bootstrap& boot) {
   if (me == 0) nonce = FdChannel::make_nonce();
   boot.broadcast("rendezvous.nonce", nonce.data(), nonce.size(), 0);
   detail::fault_point("rendezvous.nobind.hang", me);  // test-only: a rank that never binds its socket
+  // Each rank binds a name with a random key of its own, then the keys travel over MPI: no other process can
+  // take a rank's name before it binds (docs/reliability.md, "Hostile senders").
   FdChannel ch(nonce, me, boot.pids(), boot.timeout_s());
   detail::fault_point("rendezvous.bind", me);
   if (detail::fault_armed("rendezvous.slow", me)) sleep(3);  // test-only: a window for hostile senders
-  // Every rank's socket is bound before anyone sends.
-  boot.barrier("rendezvous.bind");
+  // The allgather of the keys is also the barrier: every rank's socket is bound before anyone sends.
+  ch.set_peer_keys(boot.allgather_value("rendezvous.bind", ch.key()));
   std::vector<int> peers;
   for (int r : boot.team())
     if (r != me) peers.push_back(r);
@@ -166,7 +168,7 @@ void Window::exchange_fds(Bootstrap& boot) {
     for (std::size_t k = 0; k < peers.size(); ++k) {
       count_setup_ops(1);
       const auto slot = static_cast<std::size_t>(boot.team_rank_of(peers[k]));
-      slots_[slot].handle = rt_.import_fd(fds[k]);
+      slots_[slot].handle = import_peer_fd(fds[k], peers[k]);
       slots_[slot].have_handle = true;
       close(fds[k]);
       fds[k] = -1;
@@ -175,6 +177,15 @@ void Window::exchange_fds(Bootstrap& boot) {
     for (int f : fds)
       if (f >= 0) close(f);
     throw;
+  }
+}
+
+PhysHandle Window::import_peer_fd(int fd, int peer) {
+  try {
+    return rt_.import_fd(fd, layout_.alloc_bytes);
+  } catch (const ApiError& e) {
+    throw ApiError("import_fd(the descriptor rank " + std::to_string(peer) + " sent)", __FILE__, __LINE__,
+                   e.api_error(), e.what());
   }
 }
 

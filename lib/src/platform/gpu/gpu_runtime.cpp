@@ -195,7 +195,7 @@ class GpuRuntime final : public Runtime {
     return b;
   }
 
-  PhysHandle import_fd(int fd) override {
+  PhysHandle import_fd(int fd, std::size_t) override {
     hipMemGenericAllocationHandle_t h{};
     std::lock_guard lk(vmm_mutex());
     HIP_CHECK(compat::import_fd(&h, fd));

@@ -5,6 +5,8 @@
 //   export  = dup of the memfd (posix_fd), or a 64-byte in-band blob {magic, pid, fd, inode, size} (fabric) that
 //             the importer opens as /proc/<pid>/fd/<fd> and checks (same inode, same owner). Nothing is named
 //             in /dev/shm, so a rank that dies leaves no shm object behind.
+//   import  = dup of the received memfd (posix_fd), only of this runtime's own memfds ("mori-symm"), of this uid,
+//             at least the requested size; the fabric blob's object as above
 //   reserve = mmap(PROT_NONE), map = mmap(MAP_FIXED | MAP_SHARED), access = mprotect
 //   unmap   = re-reserve the range (PROT_NONE), release = close, free = munmap of the reservation
 // clang-format on
@@ -29,6 +31,8 @@ namespace mori::symm {
 namespace {
 
 constexpr std::size_t kHostGranularity = 64 * 1024;
+constexpr char kMemfdName[] = "mori-symm";
+constexpr char kMemfdLink[] = "/memfd:mori-symm ";  // the /proc/self/fd link of kMemfdName's objects
 constexpr char kFabricMagic[8] = {'M', 'O', 'R', 'I', 'F', 'A', 'B', '2'};
 
 struct FabricWire {  // the blob's layout
@@ -105,7 +109,7 @@ class HostRuntime final : public Runtime {
     Alloc a;
     a.size = size;
     a.fabric = type == HandleType::fabric;
-    a.fd = memfd_create("mori-symm", MFD_CLOEXEC);
+    a.fd = memfd_create(kMemfdName, MFD_CLOEXEC);
     MORI_CHECK_POSIX(a.fd);
     if (ftruncate(a.fd, static_cast<off_t>(size)) == -1) {
       int err = errno;
@@ -142,9 +146,14 @@ class HostRuntime final : public Runtime {
     return b;
   }
 
-  PhysHandle import_fd(int fd) override {
+  PhysHandle import_fd(int fd, std::size_t size) override {
     struct stat st {};
     MORI_CHECK_POSIX(fstat(fd, &st));
+    // Only a memory object this runtime made, of this uid, and at least as large as asked: a sender whose
+    // credentials passed the fd exchange's checks (root can forge them) cannot get another file of its choice
+    // mapped and written into (docs/reliability.md, "Hostile senders").
+    const std::string refused = foreign_object(fd, st, size);
+    if (!refused.empty()) HOST_FAIL("import_fd", "NOT_PERMITTED", refused);
     Alloc a;
     a.size = static_cast<std::size_t>(st.st_size);
     a.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -342,6 +351,22 @@ class HostRuntime final : public Runtime {
   }
   static void check_device(int device) {
     if (device != 0) HOST_FAIL("device", "INVALID_DEVICE", "the host runtime has one device, 0");
+  }
+  // Why fd (fstat: st) is not one of this runtime's memory objects of at least `size` bytes; "" if it is. A
+  // memfd answers F_GET_SEALS (a plain file does not) and its link reads "/memfd:<name> (deleted)".
+  static std::string foreign_object(int fd, const struct stat& st, std::size_t size) {
+    char link[128] = {};
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(self.c_str(), link, sizeof(link) - 1);
+    const std::string target = n > 0 ? std::string(link, static_cast<std::size_t>(n)) : "?";
+    if (!S_ISREG(st.st_mode) || fcntl(fd, F_GET_SEALS) == -1 || target.rfind(kMemfdLink, 0) != 0)
+      return "the descriptor is not a memory object of this runtime (it is " + target + ")";
+    if (st.st_uid != geteuid())
+      return "the memory object belongs to uid " + std::to_string(st.st_uid) + ", not to this job's";
+    if (st.st_size < 0 || static_cast<std::uint64_t>(st.st_size) < size)
+      return "the memory object holds " + std::to_string(st.st_size) + " bytes, fewer than the " +
+             std::to_string(size) + " requested";
+    return {};
   }
   static void close_alloc(Alloc& a) noexcept {
     if (a.fd >= 0) close(a.fd);

@@ -51,10 +51,8 @@ struct RankFacts {
   std::int32_t gpu = 0;            // 1 = a GPU runtime, 0 = the host runtime
   std::int32_t mps = 0;            // 1 = an MPS control daemon is reachable
   std::int32_t compute_mode = -1;  // NVML: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
+  std::int32_t open_fds = -1;      // descriptors open at the start (open_fds_at_start); -1 = unknown
 };
-
-// File descriptors a rank needs: a base for the runtime and MPI, plus one per peer and window.
-std::uint64_t fd_needed(int world, int windows) noexcept;
 
 // Cross-rank checks: namespaces, boot ids, host names, MPS, GPU sharing, compute mode, fd limits, teams.
 std::vector<Diagnosis> diagnose_ranks(const std::vector<RankFacts>& ranks, int windows);

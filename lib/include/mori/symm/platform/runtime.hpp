@@ -111,8 +111,11 @@ class Runtime {
   // A new fd owned by the caller.
   virtual int export_fd(PhysHandle h) = 0;
   virtual FabricBlob export_fabric(PhysHandle h) = 0;
-  // The fd stays the caller's to close.
-  virtual PhysHandle import_fd(int fd) = 0;
+  // The fd stays the caller's to close. `size`: the allocation's size the importer expects (the rendezvous
+  // request's). The host runtime refuses, with an ApiError (NOT_PERMITTED), a descriptor that is not one of
+  // its own memory objects (a memfd it made, of this uid) or is smaller than `size` (docs/reliability.md,
+  // "Hostile senders"); the GPU driver checks its own handles.
+  virtual PhysHandle import_fd(int fd, std::size_t size) = 0;
   virtual PhysHandle import_fabric(const FabricBlob& blob) = 0;
   // A second handle to the allocation mapped at addr (hipMemRetainAllocationHandle).
   virtual PhysHandle retain(void* addr) = 0;

@@ -75,6 +75,11 @@ int run_teardown_job(Runtime& rt, Bootstrap& boot, int device, const TeardownJob
                      const std::function<void(const std::string& what)>& on_step_expired,
                      const std::function<int(const TeardownRun&)>& report);
 
+// The windows a job of `scenario` ("all" or one name) holds at once, `windows` being --windows: the
+// descriptor need of the tool's preflight and the doctor (fds_needed, base/fds.hpp). divergent-order holds
+// all of its windows; leak's window is kept while atexit's is made (both to the end of the job).
+int teardown_windows_held(const std::string& scenario, int windows) noexcept;
+
 // Rank 0, after the job (every rank passed run_teardown_job's scenarios): the summary of its journals
 // (job.journal_dir), with write_errors (TeardownRun), and atexit pending (its teardown runs after the report;
 // detail: the command that judges it). Every scenario the job asked for (job.scenario) has its row: one that

@@ -56,6 +56,9 @@ struct ToolSpec {
   // Called on a rank whose run ended because a wait ran past --timeout-s (exit 4), anywhere after parsing; it
   // must not wait for other ranks. Optional.
   std::function<void(ToolEnv&, const std::string& what)> bound_expired;
+  // The windows a rank holds at once in this run (after validate): the descriptor preflight's count
+  // (fds_needed, base/fds.hpp). Unset: one.
+  std::function<int()> windows_held;
 };
 
 // Parses, validates, boots MPI and the runtime, runs the body, maps errors to exit codes. Never throws.
@@ -80,9 +83,9 @@ void refresh_meta(ToolEnv& env, Json& meta);
 void check_output_path(const std::string& option, const std::string& path);
 
 // Whether text is a plain decimal number, as a float option takes it (README, Common options): an optional
-// '-', digits with an optional '.', an optional exponent (e or E, an optional sign, digits); no blank, no '+',
-// no hex, no inf or nan. tool_main holds every FLOAT option of every tool to it; an option that reads its
-// number from a string checks it with check_plain_decimal.
+// '-', digits with an optional '.', an optional exponent (e or E, an optional sign, digits); no blank, no
+// '+', no hex, no inf or nan. tool_main holds every FLOAT option of every tool to it; an option that reads
+// its number from a string checks it with check_plain_decimal.
 bool is_plain_decimal(const std::string& text);
 // Throws UsageError "OPTION: 'TEXT' is not a plain decimal number (...)" where is_plain_decimal is false.
 void check_plain_decimal(const std::string& option, const std::string& text);

@@ -97,6 +97,8 @@ class Window {
   std::vector<RendezvousRequest> exchange_requests(Bootstrap& boot);
   void import_fabric_handles(Bootstrap& boot, const std::vector<RendezvousRequest>& all);
   void exchange_fds(Bootstrap& boot);
+  // The runtime's import of the descriptor `peer` sent, its error naming that rank.
+  PhysHandle import_peer_fd(int fd, int peer);
   void map_span(Bootstrap& boot);
   void teardown_noexcept() noexcept;
 
