@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What `cmake --install` adds beyond the tools, the library and the kernels (docs/setup.md, "Install"): the CMake
 # package mori_symm (target mori::symm), mori_symm.pc, the CI scripts with the modules they import, the JSON
 # schemas, the example; and the Debian package CPack makes of all of it. Included from the top CMakeLists.txt.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Records the revision of the tree being built (docs/reliability.md, "Revisions"). Run at BUILD time by the
 # mori_revision target on every build (cmake -P), so that a build folder kept between runs never stamps an old
 # revision; it rewrites OUT only when what it records changed, so builds stay incremental.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program that uses the installed mori symmetric-memory library as a user would (examples/README.md): an
 // MPI session, a runtime, the bootstrap, one window and its rendezvous; then every rank stores a value into
 // the next rank's slot, once through the pointer array and once through LSA addressing (base + team rank *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One-shot all-to-all over a symmetric window (docs/mori-a2a.md "The contract"). Every rank pushes chunk p of
 // its source into rank p's window, slot `me` of the receive buffer of the current parity; then all ranks
 // synchronise. Both addressing models from one source:

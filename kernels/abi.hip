@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ABI between the host C++ and the JIT-compiled kernels (docs/layout.md "Kernel ABI"): the all-to-all's
  * receive layout and signal pad, the verification's mutation ids, every kernel's launch arguments, and the
  * kernels' names. One file, plain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Peer matrix kernels (mori-probe --matrix): bandwidth and put-with-signal latency between two ranks through
 // a symmetric window. kLsa = 0 forms the peer address from the pointer array, kLsa = 1 from base + idx *
 // stride. The write kernels are selected at run time (docs/mori-probe.md "Peer matrix": --write-kernel). The

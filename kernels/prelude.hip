@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device prelude: the few platform differences, so one kernel source compiles with NVRTC and hiprtc.
 // Prepended to every kernel file by the JIT (and hashed into its cache key). No includes: the runtime
 // compilers ship no standard headers.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the bash scripts, which source it from the repository root (`. scripts/lib.sh`); not run by itself.
 # shellcheck shell=bash
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The summary of scripts/matrix-sweep: one mori.matrix-sweep/1 document from the peer matrix mori-probe wrote.
 
 usage: python3 scripts/matrix_sweep.py --probe PROBE.json --out SWEEP.json --world N --goal RATIO --probe-exit RC

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python modules of a list that this interpreter cannot import (scripts/deps' check).
 
 usage: python3 scripts/missing_modules.py MODULE...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The launcher line the scripts start jobs with (docs/setup.md, "Launching"): MORI_MPIRUN where it is set (one
 command line, split as a shell would), else the launcher of the MPI the tools were built with, read from their
 build's CMakeCache.txt (MORI_MPI_VENDOR, MORI_MPIEXEC: tests/CMakeLists.txt): MPICH's mpiexec for an MPICH build,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Placing N ranks on one GPU under a private CUDA MPS daemon: the one implementation (scripts/mps is its command
 line; scripts/run-main, scripts/evidence, scripts/faults and tests/gpu/gpu_test.py import it).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs a command and checks its exit code and output: the harness for tests that must fail in a given way.
 
 expect.py --code 2 [--code 3] [--grep REGEX --count N] [--absent REGEX] [--within S] -- command ...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The harness the Python test scripts share: each check prints PASS/FAIL (with the output of a failing one), and
 finish() prints "N passed, N failed" and exits 1 on any failure, 77 (skipped) where a check could not run here
 (not_run); MPI jobs and what they leave behind."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The leftover check counts only what a test itself started: a process of another job on the machine (untagged)
 that holds a project socket and a /dev/shm/mori* object is not a leftover; the same held by a process of the test
 is. (docs/reliability.md, "Leftover checks").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-a2a: one-shot all-to-all over a symmetric window, pointer-array vs LSA addressing, host vs device
 // synchronisation, optional graphs; verified, and against the platform's copy measured in the same run.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-probe: per-device capability report; the handle type is chosen by trying it.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-teardown-repro: which teardown order breaks, on which rank, at which step.
 //
 // The options, the report and the table; the scenarios and their journals are the library's teardown layer

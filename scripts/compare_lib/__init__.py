@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The modules of scripts/compare (docs/results.md "Comparing with NCCL and torch"), one file per concern:
 
   options.py     exit codes, UsageError, --chunk-kib and --systems

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A process under torchrun from start to end: the torch systems by the names --systems takes, run one after the
 other (the document rewritten after each), the teardown, then on rank 0 alone nccl-tests, mori-a2a's rows and
 the table."""

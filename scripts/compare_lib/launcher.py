@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Not under torchrun: the command runs itself under torchrun on the visible GPUs and reports the verdict."""
 import os
 import shlex

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """mori-a2a's own mori.a2a/2 document (--mori-json): loaded, its rows appended, its reference fields copied."""
 from mori_results.errors import Malformed
 from mori_results.reader import read_json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nccl-tests' alltoall_perf (--nccl-tests DIR): run by rank 0 after the torch processes have released the GPUs'
 collectives, its -J JSON read into mori.a2a/2 rows (docs/results.md "Comparing with NCCL and torch")."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the command line may say: exit codes, the usage error, chunk sizes and the torch systems."""
 import re
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The mori.a2a/2 document this command writes (results/schema/), and the exit code it stands for."""
 import json
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Rows of several systems side by side: which are mori-a2a's, launch modes, like-mode pairs, labels, the table.
 
 Which addressing is mori's comes from the results model (scripts/mori_results/constants.py), the one place it is

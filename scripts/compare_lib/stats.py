@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One timing definition for every system: percentiles as mori-a2a's, time statistics, bandwidths."""
 import math
 

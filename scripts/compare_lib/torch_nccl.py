@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """NCCL through torch: dist.all_to_all_single launched from Python each iteration (nccl-eager), and K of them
 captured in one CUDA graph (nccl-graph)."""
 from .torch_run import GUARD_ELEMS, POISON, TorchRun

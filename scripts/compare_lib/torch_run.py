@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One torchrun process (torch imported when the run starts): the process group and its gloo control group, the
 data pattern every system sends and checks, the timing of back-to-back launches and graph replays, and the loop
 that runs one system over every chunk. The systems themselves: torch_nccl.py, torch_symm.py."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """torch SymmetricMemory: a Triton kernel pushes chunk p into peer p's symmetric buffer through the handle's
 pointer array, then the handle's device barrier, K of them in one CUDA graph (symm-graph); or the same push, then
 torch.cuda.synchronize() + dist.barrier() (symm-host). Where the kernel cannot run: one copy_ per peer, said so."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The GPU fault suite behind scripts/faults (docs/reliability.md "GPU fault suite").
 
   procs      the run's processes: found by a mark in their environment, signalled, waited on

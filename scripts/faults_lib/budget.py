@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The time budget (--budget-s): a case starts only when what is left of the budget, less the final cleanup's
 reserve, covers the case's worst case, the sum of its bounded waits; a case that does not fit is skipped with the
 reason, and later cases that fit still run. So the run, cleanup and document included, ends within the budget."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The cases: each runs one faulty mori-a2a job (rank FAULTY is the faulty one) next to a bystander job, then
 records what the survivors did, what was left and whether the devices are usable, and the checks behind its
 verdict (docs/reliability.md "GPU fault suite")."""

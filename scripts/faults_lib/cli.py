@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The command line of scripts/faults and the loop over configurations and cases within the budget."""
 import os
 import signal

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Starting mori-a2a jobs under mpirun (each with its own mark and output reader), the private MPS daemon
 (scripts/mori_mps.py), the bystander job and the all-to-all after a case; cleaning up after all of them."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a case can leave behind: the project's abstract sockets, /dev/shm entries, temp files, live processes of
 the case, device memory per GPU; and the GPUs nvidia-smi lists."""
 import glob

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reading a job's output: the tools' error lines and the ranks they name, the fault announcements, the trace of
 bootstrap steps, and what mpirun reports about its ranks. `lines` are [(monotonic time, line)] as they arrived."""
 import re

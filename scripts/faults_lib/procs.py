@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The run's processes: every job gets MARK in its environment (inherited by mpirun's ranks), which finds the run's
 processes, and only them; short commands; bounded waits on a rank."""
 import os

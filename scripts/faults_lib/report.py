@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The mori.faults/1 document (results/schema/faults.schema.json): its meta, writing it, and the printed table."""
 import datetime
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The results model: the one reader of the tools' JSON (docs/perf-check.md "The results model").
 
 Modules, one concern each:

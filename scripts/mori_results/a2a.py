@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Typed rows of mori.a2a documents and the row identity.
 
 The identity of a row is every field that changes what ran (docs/perf-check.md "Row identity"): schema version,

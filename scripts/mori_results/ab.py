@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A/B runs for scripts/perf-check --ab (docs/perf-check.md "A/B"): the baseline revision built in a temporary
 git worktree beside the current build, the two sides' runs interleaved in one job (one machine start, the order
 alternating A B / B A so that a drift in time falls on both), then gated like any baseline of several runs.

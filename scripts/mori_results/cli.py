@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The scripts' command-line rules, in one place (docs/reliability.md, "Files the scripts write"):
 
 - a usage error is one line on stderr, `NAME: what is wrong (--help for usage)`, and exit 2 (Parser.error);

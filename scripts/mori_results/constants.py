@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Constants shared by every script that reads results: defined here once."""
 
 # Addressing modes of mori-a2a's own rows; any other addressing is another system (scripts/compare).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """CSV of a report's rows (docs/json.md "CSV"), the rule lib/src/base/report.cpp csv_of_rows writes by: a header
 line, then one line per row (RFC 4180: CRLF, fields quoted where they hold a comma, a quote or a line break); a
 nested object's fields are columns of their own named by the path ("time_us.p50"); an array is one field holding

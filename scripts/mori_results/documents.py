@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A tool's JSON document with its schema name and version checked before anything else is read."""
 from dataclasses import dataclass
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Malformed: input a script cannot use, named by file and reason. Scripts print it and exit 2. Usage: a value of
 the command line a script cannot use (an empty value, an output path that is not a regular file...), also exit 2.
 WriteFailed: the system refused to write an output file whose path was fine (the file system full: ENOSPC; a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """An evidence folder's manifest (schema mori.evidence/1, docs/evidence.md): checked fields, the step behind a file."""
 import os
 from dataclasses import dataclass

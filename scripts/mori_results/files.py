@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The one writer of the scripts' output files, and the checks of output paths (docs/reliability.md, "Files the
 scripts write").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The performance gate behind scripts/perf-check (docs/perf-check.md).
 
 Rows are matched by their Identity (a2a.py). The allowance of a baseline configuration is

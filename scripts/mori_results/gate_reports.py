@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """perf-check's verdicts for a CI system (docs/ci.md): JUnit XML (a test report every CI renders) and Markdown (a
 job summary). One test case per verdict: SLOWER and MISSING fail (MISSING is skipped where --allow-missing said
 it may be missing), CANNOT_JUDGE is skipped with its reason, SAME and FASTER pass; wrong elements in the current

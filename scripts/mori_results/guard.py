@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A job that ends with the script that started it (docs/evidence.md, "Where it writes"; docs/perf-check.md "A/B").
 
     python3 scripts/mori_results/guard.py PARENT_PID COMMAND...

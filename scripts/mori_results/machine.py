@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Facts of this machine that the scripts run jobs by (scripts/run-main, scripts/evidence, scripts/compare,
 scripts/faults): each found here, in one way, without torch.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every mori-a2a row's plan against the hand-written plan table (results/expectations/a2a-plan.json, schema
 mori.a2a-plan-table/1; docs/evidence.md "The plan check"). tests/unit/a2a_plan_test.cpp holds the code to the same
 table; this holds what actually ran to it."""

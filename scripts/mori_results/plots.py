@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PNG plots of the results (matplotlib; docs/perf-check.md "Plots"): the all-to-all latency and bandwidth by chunk
 size, one line per configuration a user can re-run, and the peer matrix's heatmaps, coloured relative to the median
 so that what is within the measurement's spread is one colour.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bounded reads of regular files and strict JSON.
 
 A path is stat'ed first and must be a regular file (after following links) of at most the size cap: FIFOs,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Markdown from the results model: the per-configuration tables of results/README.md, like-for-like comparisons,
 probe and teardown sections, one evidence folder's summary.md, and the published tables between doc markers.
 

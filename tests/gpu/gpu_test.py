@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The GPU path for real (CTest label `gpu`): one case per CTest test. Without a GPU each case exits 77, which
 CTest reports as skipped (never as passed). A GPU that nvidia-smi lists but the tools cannot use is a failure.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-a2a --csv on the host runtime (docs/json.md "CSV"): one line per row with the JSON's row fields, the same
 bytes scripts/render-results --csv writes from the same run's JSON (one rule, two writers held to each other),
 readable by a spreadsheet's CSV reader; bad output paths refused before any work.

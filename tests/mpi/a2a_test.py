@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-a2a on the host runtime with real mpirun jobs: verification, its mutants, tails, references.
 
 usage: a2a_test.py BIN_DIR MPIRUN...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The bad-input suite: every case must exit with its code (2, or 3 where the environment is at fault), print
 one line naming the option on every rank, and leave nothing behind (no socket, no /dev/shm object, no temp file,
 no journal folder).

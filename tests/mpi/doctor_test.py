@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The doctor's cross-rank causes, produced for real under mpirun on the host runtime.
 
 usage: doctor_test.py BIN_DIR WINDOW_TEST MPIRUN...

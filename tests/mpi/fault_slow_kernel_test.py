@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The test-only fault point a2a.slow-kernel on the host runtime (docs/perf-check.md "A/B").
 
 usage: fault_slow_kernel_test.py BIN_DIR MPIRUN...

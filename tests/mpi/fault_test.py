@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fault injection (MORI_FAULT) and hostile senders, with real mpirun jobs on the host runtime.
 
 Faults: a rank exits at each rendezvous step, never binds its socket, loses its send, or dies in the timed

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The POSIX-fd exchange against another local user and against a rank short of descriptors (docs/reliability.md,
 "Hostile senders"; docs/setup.md, "Large jobs").
 

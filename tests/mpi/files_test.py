@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The files the tools read and write (docs/reliability.md, "Files the tools read and write"), through the real
 tools on the host runtime: kernel sources, includes and journals that are not regular files or are too large, a
 report lost on stdout, a replaced report's mode, a JIT cache removed under a running job, a relative

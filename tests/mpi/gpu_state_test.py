@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every tool's report on the host runtime says what it could not read about the GPU, never a made-up value:
 meta.gpu_state is null with meta.gpu_state_reason beside it, and meta.rtc names no compiler (docs/json.md).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-probe --health on the host runtime under mpirun (docs/mori-probe.md "Health"): a clean run exits 0 with a
 verdict per check in health[]; a pair slowed by the test-only fault matrix.slow-pair is named and the run exits 1;
 an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Hostile inputs, third round (issue 36), the tools' side: a malformed MORI_FAULT, empty option values, counts
 that are not decimal, --device -1, sizes that wrap, arch lists and unusable JIT caches for --jit-precompile,
 journals --summarize must not trust (missing ranks, a world no job has, a file named like no rank's journal),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """JIT cache behaviour, through the real tool and NVRTC (no GPU needed): mori-probe --jit-precompile.
 
 usage: jit_test.py BIN_DIR KERNEL_DIR MPIRUN... ; each case prints PASS/FAIL, exit 1 on any failure.

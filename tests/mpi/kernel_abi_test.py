@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The kernel ABI header (kernels/abi.hip) as the JIT sees it, through the real tool and NVRTC (no GPU needed).
 
 usage: kernel_abi_test.py BIN_DIR KERNEL_DIR ; each case prints PASS/FAIL, exit 1 on any failure.

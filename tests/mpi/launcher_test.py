@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A launch whose processes did not join one MPI job is refused (docs/setup.md, "Launching").
 
 usage: launcher_test.py BIN_DIR {variables|mpich} -- MPIRUN...

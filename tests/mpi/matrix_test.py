@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-probe --matrix on the host runtime under mpirun: every ordered pair, both addressings, positive values;
 the write-kernel options (--write-kernel, --write-blocks, --write-unroll, --write-tile-kib): bad values exit 2
 with one line, and the JSON records the request, what ran (the host runtime's memcpy, saying so) and, with

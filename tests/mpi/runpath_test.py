@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The RUNPATH (or RPATH) of every tool and of the library holds no empty entry and no relative one (docs/reliability.md,
 "Libraries the tools load"): the loader reads an empty entry, and a relative one, from the current folder. Each
 tool is then started (--version) from a folder holding a junk file under the name of every library it needs: it

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every tool at one job size and one handle type on the host runtime (CTest label scale; docs/reliability.md,
 "Scale").
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The tools under a real Slurm (CTest label slurm; docs/setup.md, "Launching").
 
 usage: slurm_test.py BIN_DIR -- MPIRUN...

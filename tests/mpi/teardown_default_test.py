@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-teardown-repro without --journal-dir, as README.md's quick start runs it: a second run does not trip over
 the first one's journals, and `--scenario all` exits as docs/mori-teardown-repro.md says (0 when every judged
 outcome is the expected one; `atexit` is reported `pending` in the job and judged by --summarize after it).

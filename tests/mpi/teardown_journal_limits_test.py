@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-teardown-repro at the limits of its journals (docs/mori-teardown-repro.md, docs/reliability.md):
 
 - journals on a file system that fills during --scenario all (a 40 KiB tmpfs): every requested scenario keeps

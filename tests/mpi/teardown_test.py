@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """mori-teardown-repro on the host runtime with real mpirun jobs.
 
 usage: teardown_test.py BIN_DIR MPIRUN...

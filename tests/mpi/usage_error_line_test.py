@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A usage error is one line (docs/reliability.md): nothing follows it (no "never fired" warning of an armed
 MORI_FAULT point, no warning about the run), the user's bytes in it are escaped (a control byte, a line break or a
 terminal escape in an option value shows as \\xNN), and an option that does not apply to the run is refused (exit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Multi-rank window test, run under mpirun by CTest on the host runtime (and by hand on a GPU).
 //
 // Every rank writes a (writer rank, target rank, offset) pattern into every peer's slot: once through the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/amd-kernels where its chroot is missing (docs/amd.md): both checks, the catalog compile and --starts,
 skip with their reason (exit 77), and under CI=true fail (exit 1). --starts exited 1 outside CI too, where the
 chroot was missing and an AMD build was not.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/compare without a GPU: it and its modules (scripts/compare_lib/) import without torch; nccl-tests' -J
 JSON becomes per-peer rows; percentiles are mori-a2a's; speedups never pair a graph row with an eager one; usage
 errors exit 2."""

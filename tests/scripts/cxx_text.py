@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """C++ source text for the tree's own checks (tests/scripts/file_io_audit_test.py, tests/scripts/house_test.py):
 comments and literals blanked, line breaks kept, so that a match's line number is the source's."""
 import re

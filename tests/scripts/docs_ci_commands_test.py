@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """docs/ci.md stays true: both CI jobs on the page run exactly the commands of its marked block, and those
 commands work here, on the host runtime: scripts/evidence (preset host) with the suite's build as MORI_BIN, then perf-check
 against that run's own evidence as MORI_BASELINE (every verdict SAME or CANNOT_JUDGE: exit 0), writing a JUnit

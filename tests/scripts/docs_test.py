@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The docs against the tools: usage, options, environment variables, JSON fields, exit codes and links.
 
 docs_test.py BIN_DIR            check (exit 0: every check holds; 1: a check failed, each failure on one line)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/evidence writes only regular files into its folder and takes its job with it (docs/evidence.md "Where it
 writes"): with --resume, a step's NAME.txt replaced by a symlink to a file outside the folder, or by a FIFO, is
 exit 2, one line naming it, before any step runs (the outside file untouched, no hang); --resume on a folder that

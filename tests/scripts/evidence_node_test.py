@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The several-GPU evidence preset (scripts/evidence --preset node) rehearsed on the host runtime with 8 ranks
 (docs/evidence.md "The node preset"): its priority order and budgets (the essentials within 420 s of budget, every
 step within one 10-minute call), the planned commands of the GPU-count subsets (the host runtime has one device

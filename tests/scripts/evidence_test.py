@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/evidence rehearsed on the host runtime (preset host, the built tools, written under a temporary --out):
 the manifest's fields and every step's status; a run cut short by its deadline leaves a valid folder marked
 incomplete, which --resume completes; a dirty tree is refused with nothing written; --help does nothing else; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/faults on the host runtime (no GPU): no-launch, a rank dying between rendezvous steps and a rank
 SIGKILLed in the device-sync timed loop, 4 ranks. Every case: the job fails (mpirun non-zero) within T + 5 s of
 the fault, the faulty rank (1) is named by the survivors or mpirun, the bystander job and the all-to-all after

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fails when file I/O other than the one reader and the one writer (lib/include/mori/symm/base/files.hpp)
 appears in the tools' C++ sources: lib/, apps/ and any host-side C++ under kernels/.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The defaults perf-check's --help states are the code's (scripts/mori_results/constants.py): the margin of the
 allowance for device-sync and host-sync rows, in the --tolerance option and in the description."""
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The code's house rules that a compiler does not check (lib/README.md, "House rules"), held to the tree.
 
 usage: house_test.py {sizes|copies|launches|selftest} [ROOT]

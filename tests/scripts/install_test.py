@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The install tree and the Debian package as a user gets them (docs/setup.md, "Install").
 
 usage: install_test.py example|headers|deb SOURCE_DIR BUILD_DIR CXX MPIRUN...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The library's layers (lib/layers.txt; lib/README.md, Layers), held to the code.
 
 usage: layers_test.py includes [ROOT]           every #include in lib/ names a layer at or below its own

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/mori_mps.py and scripts/mps without a GPU, against a stand-in nvidia-cuda-mps-control
 (tests/fixtures/fake-mps): a placement starts a private daemon under its folder, carries it to every rank (mpirun
 -x) and stops it; a daemon already answering is used and left running; a daemon that does not start is an error

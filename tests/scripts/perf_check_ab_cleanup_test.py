@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check --ab leaves nothing behind, however it ends (docs/perf-check.md "A/B"): a run past
 --run-timeout-s has its whole process group killed (mpirun and its ranks, not only the launcher); SIGTERM during the
 runs ends them the same way, and SIGTERM during the baseline's build removes the registered git worktree; the work

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The A/B rule of scripts/perf-check --ab (docs/perf-check.md "The A/B rule"), end to end without a GPU: the
 command of both sides is tests/fixtures/ab_fake_run.py, which writes a committed 2 x H200 report with its times
 scaled by the side's factor and a deterministic per-run noise of up to +-2 % (the spread of the 256 KiB graph rows

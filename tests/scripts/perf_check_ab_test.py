@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check --ab on the host runtime: real mori-a2a jobs, both sides interleaved in one job.
 
 usage: perf_check_ab_test.py BIN_DIR MPIRUN...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check's outputs for a CI system (docs/ci.md): --junit FILE (JUnit XML, one test case per verdict:
 SLOWER and MISSING fail, CANNOT_JUDGE is skipped with its reason, wrong elements a failing case), --markdown FILE
 (a job summary table, failures first), and a baseline of another machine refused in one line naming both (exit 2,

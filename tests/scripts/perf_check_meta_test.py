@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check prints beside a regression what differs in the two runs' meta (docs/perf-check.md, "What
 differs"): a current run whose meta.gpu_state has another power limit, throttle reason or violation time than the
 baseline's names them on the regression's lines, what explains a change before readings that move by themselves

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check on every pair of committed reruns (docs/perf-check.md "What one baseline run cannot judge").
 
 Every mori.a2a document under results/ (lab/ aside: explorations of modified trees, whose revision does not name the

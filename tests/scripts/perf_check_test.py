@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/perf-check on fixture JSON: each case must give its exit code and say why.
 
 Fixtures (tests/fixtures/README.md): h200-a2a-w2-r1.json (mori.a2a/2, trimmed from a real 2xH200 run),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The plan check on a GPU the plan table has no case for (docs/evidence.md "The plan check"): a report is checked
 against the nearest measured GPU's case, as its plan read that GPU's cells (docs/mori-a2a.md "The automatic
 tables"), and the check says so. From the committed 8-rank one-H200 evidence report:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The plots of scripts/render-results, drawn from committed JSON (results/) by the interpreter render-results draws
 them with: the first that imports matplotlib of this one, $MORI_PLOT_PYTHON and /usr/bin/python3 (Debian's
 python3-matplotlib serves that one only; docs/perf-check.md "Plots").

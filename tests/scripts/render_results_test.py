@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/render-results on fixture JSON (tests/fixtures, trimmed from real H200 runs; never results/).
 
 Checks the like-for-like rules on the rendered page: speedup lines exist, each pairs like modes only (graph vs

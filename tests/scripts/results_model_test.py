@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The results model (scripts/mori_results) and the scripts' command lines over it, on hostile input.
 
 Unit checks: the bounded reader refuses FIFOs, devices and oversize files without blocking; strict JSON refuses

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The evidence under results/ names the code that ran (docs/results.md "Evidence"): every committed document
 outside results/lab/ and results/schema/ whose meta (or evidence manifest) records a revision records a commit of
 this repository (hex, no `-dirty` suffix, not `unknown`) and does not say its tree was modified (`git_clean` false);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A full file system is a system error in the scripts, never "a step failed" or "malformed input"
 (docs/reliability.md "Files the scripts write"): scripts/evidence --out, scripts/evidence --archive after its steps
 passed, scripts/scale-sweep --out, scripts/faults --json and scripts/perf-check --json onto a full file system each

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every executable file in scripts/ answers --help and -h with its usage and exit 0, doing nothing else.
 
 scripts_help_test.py [SCRIPT...]   (default: every executable regular file in scripts/, found at run time)

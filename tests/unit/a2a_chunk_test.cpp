@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One chunk limit, checked in one place (mori/symm/a2a/chunk.hpp; docs/mori-a2a.md "Chunk sizes"). Before,
 // mori-a2a's option parser refused items above 2^40 KiB ("too large"), validate_a2a above 16 GiB ("exceeds
 // 16 GiB", naming no item), and the driver against the device's memory: a size the options accepted was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The plan replayed from what a GPU run recorded (docs/mori-a2a.md "The plan", "Replaying a GPU run"): for
 // each case of results/expectations/a2a-plan.json that has a committed evidence run (results/<machine>/<rev>/
 // with its manifest), the newest such run's mori-a2a reports (meta: platform, ranks, their devices, PCI bus

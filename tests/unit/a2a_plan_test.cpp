@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's plan (mori/symm/a2a/plan.hpp) held to a table written by hand, not regenerated from the
 // code: each expected cell names the measurement or the rule behind it. The cells live in one data file,
 // results/expectations/a2a-plan.json (MORI_A2A_PLAN_TABLE), which scripts/evidence also checks every row of a

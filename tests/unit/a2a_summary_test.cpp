@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The main job's conclusion (lib/include/mori/symm/a2a/summary.hpp): the default graph length and the best
 // mode per chunk.
 #include <gtest/gtest.h>

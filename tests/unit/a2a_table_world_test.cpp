@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The automatic tables' world dimension (a2a/plan.hpp A2aTableCell; docs/mori-a2a.md "The automatic tables"):
 // each cell is keyed by the world it was measured at, a plan for a world without a cell takes the nearest
 // and says so, and each cell's world is the world of the committed sweep it cites.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The doctor's rules with fakes: a scripted runtime for the per-device causes, made-up rank facts for the
 // cross-rank ones (the same causes are produced for real under mpirun by doctor_test.py where the host
 // allows).

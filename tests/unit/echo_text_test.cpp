@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text fit to echo (base/detail/text.hpp, docs/reliability.md "Echoed text"): control bytes and bytes that
 // are not UTF-8 escaped, valid UTF-8 kept, long values cut with a marker that names the cut and keeps them
 // distinct.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One enumeration's names in one table (lib/include/mori/symm/base/enum_names.hpp): the name of a value, the
 // value of a name, the list of names, and the enum-to-string functions and parsers that read such tables.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A fake run-time compiler for tests/unit/rtc_identity_test.cpp: the entry points of the API table
 // (lib/src/platform/rtc_impl.hpp) under the prefix "fakertc", reporting version 9.0 as hiprtc does in every
 // Debian ROCm. Built twice, with a different MORI_FAKE_RTC_FLAVOUR, so the two libraries are two toolchains

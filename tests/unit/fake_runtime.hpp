@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A scripted fake runtime for unit tests: the host runtime posing as a CUDA device whose attributes and
 // failures are chosen by the test.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // FdChannel framing and sender checks, across real processes (fork).
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one reader and the one writer (files.hpp): what they refuse, what they keep, and how they name a file.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // meta.gpu_state (lib/include/mori/symm/platform/gpu_state.hpp) composed from made-up NVML readings: the
 // decoding of the clocks-event reasons, the deltas over the run, the job's own processes left out, and every
 // absent fact null with the call and NVML's error name beside it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-probe --health verdicts (lib/include/mori/symm/health/health.hpp) over made-up facts.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host runtime keeps the GPU rules that matter (issue "foundation", item 3).
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The AMD kernels' clock (docs/amd.md, `%globaltimer`): the device's wall-clock rate is a compile option of
 // the AMD kernels and so part of the JIT cache key; the prelude's 100 MHz, an unknown rate and an absurd one
 // compile alike, without the option. No compiler is loaded: jit_defines and jit_key are what Jit uses.

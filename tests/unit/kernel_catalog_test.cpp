@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which kernels exist for which vendor (docs/amd.md "Which kernels exist for which vendor"): the catalog of
 // an AMD arch is the NVIDIA sm_90 catalog less exactly the bulk-copy kernels, and kernels_left_out names
 // them.

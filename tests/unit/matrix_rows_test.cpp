@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's typed rows (lib/include/mori/symm/matrix/matrix.hpp): what was not measured serialises to
 // null with its reason beside it, and the write kernel a row records is the one its JSON and the printed
 // table show. No GPU needed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's write-kernel choice (docs/mori-probe.md "Peer matrix"): parsing and validating the
 // options, resolving a request for a device (defaults, fallbacks), the variants of --write-kernel all, and
 // the JIT catalog's bulk-copy instantiations per arch. No GPU needed.

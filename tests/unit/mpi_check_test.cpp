@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The MPI checks (comm/bootstrap.hpp): MORI_CHECK_MPI throws an ApiError naming the call, MPI's error,
 // file:line and the rank; MORI_WARN_MPI, for the paths that must not throw, says the same as a warning and
 // returns false. No MPI job: MPI_Error_string may be called before MPI_Init.

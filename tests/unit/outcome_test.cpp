@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Typed outcomes: a step status's text round trip, and the journal reader on step statuses it cannot read.
 #include <gtest/gtest.h>
 

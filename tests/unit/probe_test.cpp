@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe decisions with a scripted fake runtime: each scenario makes a chosen step fail with a named error.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JIT cache key names the toolchain, not only its reported version (lib/README.md, JIT cache): two fake
 // compilers that both report 9.0 (as hiprtc does in Debian's ROCm 5.7, 6.4 and 7.2) have different
 // identities, and a change to a device library changes the identity of the same compiler.

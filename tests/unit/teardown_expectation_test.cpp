@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which teardown outcomes are as expected (teardown/scenarios.hpp outcome_as_expected): a scenario's expected
 // outcome, and for a race (no-sync: teardown while this rank's own writes may be in flight) an api_error or a
 // crash from that device work too, never a hang, a leak, damage or a journal error

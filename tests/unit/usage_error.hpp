@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the unit tests: the message of the UsageError a callable throws.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all driver, the same for every backend (docs/mori-a2a.md): per chunk size, the ceiling; per
 // configuration, a verification over back-to-back epochs with rank skew, then timing, then the push alone and
 // the synchronisation alone in the same launch mode.

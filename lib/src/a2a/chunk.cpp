@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's chunk sizes (mori/symm/a2a/chunk.hpp): the one limit and the option parser.
 #include "mori/symm/a2a/chunk.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's configuration: validation, automatic choices, pitch, and the JSON of a result row.
 #include <algorithm>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's GPU engine: launches the kernels of kernels/a2a.hip on one stream (docs/mori-a2a.md
 // "The contract"). Peer copies for the ceiling fork to one stream per peer and join back, so they run
 // concurrently and can be captured into a graph.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all on the host runtime: the algorithm of kernels/a2a.hip (same layout, same signal pad, same
 // epoch parity, same pattern and mutations), run by the calling thread over POSIX shared memory. It sits next
 // to the kernels it mirrors so that a change to one is seen beside the other. Compiled into libmori_symm.

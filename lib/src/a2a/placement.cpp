@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where the ranks sit (mori/symm/a2a/detail/placement.hpp).
 #include "mori/symm/a2a/detail/placement.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's plan (mori/symm/a2a/plan.hpp): every automatic choice, from the options and the facts.
 #include "mori/symm/a2a/plan.hpp"
 

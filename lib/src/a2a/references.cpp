@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What an all-to-all figure is compared with (docs/mori-a2a.md "References"): the best copy of the same bytes
 // into the same destinations, all ranks at once, measured twice; and the physical limit from device facts.
 #include "references.hpp"

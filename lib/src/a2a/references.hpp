@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to the all-to-all driver: timing of engine steps in the three launch modes, and the references
 // (ceiling, physical limit) every result row is compared with.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The main job's conclusion per chunk (lib/include/mori/symm/a2a/summary.hpp).
 #include "mori/symm/a2a/summary.hpp"
 

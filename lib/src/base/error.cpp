@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/error.hpp"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/detail/fault.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/fds.hpp"
 
 #include <dirent.h>

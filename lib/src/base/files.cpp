@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one reader and the one writer of the tools' files (files.hpp; docs/reliability.md, "Files the tools
 // read and write").
 #include "mori/symm/base/files.hpp"

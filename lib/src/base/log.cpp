@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/log.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>

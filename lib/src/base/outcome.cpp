@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/outcome.hpp"
 
 #include "mori/symm/base/enum_names.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/base/report.hpp"
 
 #include <sys/stat.h>

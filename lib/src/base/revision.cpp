@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Is a build older than its tree? (docs/reliability.md, "Revisions"): runs, in the source folder the build
 // recorded, the same command cmake/revision.cmake ran at build time, and compares. Never throws: every
 // failure (a POSIX call, git missing, no answer within the bound) leaves the answer unknown, saying why.

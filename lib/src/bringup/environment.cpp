@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/bringup/environment.hpp"
 
 #include <sys/resource.h>

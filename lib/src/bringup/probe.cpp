@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/bringup/probe.hpp"
 
 #include <sys/stat.h>

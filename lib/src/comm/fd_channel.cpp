@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/comm/fd_channel.hpp"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/comm/launcher.hpp"
 
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/comm/setup_cost.hpp"
 
 #include <time.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/comm/stats.hpp"
 
 #include <algorithm>

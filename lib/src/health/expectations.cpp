@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The --health expectations (health.hpp, "Expectations"; docs/mori-probe.md "Health"): the committed and the
 // site's files (results/expectations/*.json, schema mori.expectations/1), parsed, merged, and each measured
 // figure judged against the entry of its device, interconnect and check.

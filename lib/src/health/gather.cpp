@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What mori-probe --health judges, gathered across the measurement (health/gather.hpp; docs/mori-probe.md
 // "Health"): NVLink and Xid from NVML before and after, the short all-to-all, and the checks of health.hpp
 // over them, the peer matrix and the doctor's diagnoses.

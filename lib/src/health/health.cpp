@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The --health verdicts (health.hpp; docs/mori-probe.md "Health"): the peer matrix's pairs against each
 // other, NVLink and Xid, the doctor, the short all-to-all, and the summary. The expectations are in
 // expectations.cpp, the gathering of the facts in gather.cpp.

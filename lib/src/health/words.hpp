@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The words of the health checks, shared by the verdicts (health.cpp) and the expectations
 // (expectations.cpp). Private to lib/src/health/.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JIT's on-disk cache (cache.hpp; lib/README.md, JIT cache): the folder of an arch, its entries (image,
 // lowered names and a manifest of their sizes and hashes), published by an atomic rename under a per-key
 // flock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JIT's on-disk cache (lib/README.md, JIT cache; jit.hpp): where it lives, loading and publishing an
 // entry, and the per-key lock. Private to lib/src/jit/.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernel JIT (jit.hpp; lib/README.md, JIT cache): kernel sources and their cache key, compiling through
 // the run-time compiler, and the kernels this process loaded. The on-disk cache is in cache.cpp.
 #include "mori/symm/jit/jit.hpp"

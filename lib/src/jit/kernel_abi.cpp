@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernels' instantiation names (mori/symm/jit/detail/kernel_abi.hpp), from the names in kernels/abi.hip.
 #include "mori/symm/jit/detail/kernel_abi.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernels the suite compiles (lib/README.md, JIT cache): every instantiation per kernel file and arch.
 #include <string>
 #include <utility>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-probe --jit-precompile (precompile.hpp; docs/mori-probe.md): the arch list checked whole, every arch's
 // cache folder checked before any is made, then the kernel catalog compiled into the cache per arch.
 #include "mori/symm/jit/precompile.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's rows on the wire (gather.hpp): fixed size, trivially copyable records of a row, its write
 // kernel and its values with their reasons, packed by each source rank and unpacked on every rank.
 #include "gather.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's rows as they ride the allgather (matrix.hpp): every rank's measured rows to every rank.
 // Private to lib/src/matrix/.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's measurement (matrix.hpp; docs/mori-probe.md "Peer matrix"): each source rank writes,
 // reads and ping-pongs its pairs through one symmetric window; the rows are gathered in gather.cpp and
 // reported in report.cpp.

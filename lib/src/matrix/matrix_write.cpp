@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/matrix/detail/matrix_write.hpp"
 
 #include <algorithm>

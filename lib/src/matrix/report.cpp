@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's report (matrix.hpp): its rows' JSON (a value not measured is null with its reason beside
 // it) and the table mori-probe prints.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // meta.gpu_state (docs/json.md): the readings (through NVML, platform/gpu/nvml.cpp) and their JSON. The JSON
 // is composed from the fixed-size readings alone, so that tests/unit/gpu_state_test.cpp can hold it to
 // made-up ones.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/platform/detail/owned.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run-time compiler behind the JIT, loaded with dlopen (lib/README.md, JIT cache): the library search and
 // the one compiler over the API table that NVRTC and hiprtc share (rtc_impl.hpp).
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One API table for both run-time compilers. NVRTC and hiprtc have the same entry points under another prefix
 // (nvrtc, hiprtc; only the code getters differ in name: GetCUBIN, GetCode), an opaque program handle and an
 // int-sized result code, 0 on success. So one table of function pointers serves both: load_rtc fills it by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/platform/runtime.hpp"
 
 #include <sys/stat.h>

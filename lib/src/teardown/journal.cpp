@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/teardown/journal.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reader side of the teardown journals: every rank's journal of a folder turned into the scenarios of the
 // mori.teardown/1 report (lib/README.md, Reports and exit codes; docs/mori-teardown-repro.md).
 #include "mori/symm/teardown/journal.hpp"

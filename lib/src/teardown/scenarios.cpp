@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-teardown-repro's scenarios (docs/mori-teardown-repro.md): the window library's own teardown steps
 // (lib/README.md, Teardown policy) composed in other orders, every step journaled per rank before it runs, so
 // that a crash still leaves a report (--summarize DIR).

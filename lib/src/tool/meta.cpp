@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The common `meta` block of every tool's report.
 #include <unistd.h>
 

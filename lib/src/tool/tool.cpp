@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/tool/tool.hpp"
 
 #include <limits.h>

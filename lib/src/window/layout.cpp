@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/window/layout.hpp"
 
 #include <limits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "mori/symm/window/request.hpp"
 #include "mori/symm/base/detail/text.hpp"
 

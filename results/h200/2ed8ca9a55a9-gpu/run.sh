@@ -2,6 +2,8 @@
 # The one-H200 call at revision 2ed8ca9a55a9b3ff483c066d097594aa4b93d8bc (a copy of the clean tree without .git): build, the A/A and A/B runs of
 # scripts/perf-check --ab (8 ranks under MPS, 256 KiB; the B side with MORI_FAULT=a2a.slow-kernel:0 and
 # MORI_FAULT_DELAY_NS=500, about 5 % of the graph rows), --health at 4 ranks, ctest -L gpu.
+
+# SPDX-License-Identifier: MIT
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 REV=2ed8ca9a55a9b3ff483c066d097594aa4b93d8bc

@@ -3,6 +3,8 @@
 # scripts/perf-check --ab under the A/B rule (8 ranks under MPS, 256 KiB, 10 interleaved runs a side; the B side
 # with every rank's kernel 500 ns slower: MORI_FAULT=a2a.slow-kernel:*, MORI_FAULT_DELAY_NS=500), then the
 # distinct-GPU plan test (gpu.distinct-policy).
+
+# SPDX-License-Identifier: MIT
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 REV=62b660f62428ed3eddfa1b7498d50a10afb58684

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cuda_driver.hpp"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CUDA driver API, loaded at run time: dlopen("libcuda.so.1") + cuGetProcAddress. Nothing links against
 // libcuda, so the tools start on machines without an NVIDIA driver and say so.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU runtime, written once against the HIP API. On AMD it compiles against ROCm's headers; on NVIDIA
 // against the project's HIP-on-CUDA mapping (hip_on_cuda.hpp). Platform differences live in hip_compat.hpp.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One header that absorbs the differences between the HIP platforms this project builds for:
 // ROCm's HIP (AMD: ROCm 5.7 and newer to run; CI builds against Debian experimental's ROCm 7.2 in a
 // forky chroot and compiles the kernels with it, and checks the old-HIP side against HIP 5.7's headers,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The project's own HIP-on-CUDA mapping: exactly the HIP calls gpu_runtime.cpp uses, with HIP's names and
 // argument conventions, over the CUDA driver API loaded at run time (cuda_driver.hpp). HIP's own NVIDIA
 // headers do not compile against CUDA 13, so this replaces them for the NVIDIA build.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built when no GPU headers were found at configure time: the host runtime is the only one.
 #include "mori/symm/platform/runtime.hpp"
 

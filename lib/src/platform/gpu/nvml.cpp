@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NVML through dlopen: the few types and entry points used here are declared locally (the toolkit does not
 // always ship nvml.h), with the layouts of NVML's public header.
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Builds without NVIDIA headers (host-only or AMD): no NVML.
 #include <cstdio>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // hiprtc through dlopen: the AMD half of the kernel JIT. Built with ROCm (or compile-checked in CI against
 // Debian's HIP headers); other builds use rtc_none.cpp's stub for load_hiprtc. The header only checks the
 // shared API table.

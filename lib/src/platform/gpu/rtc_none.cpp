@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stubs for the compilers this build does not carry.
 #include "mori/symm/platform/detail/rtc.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NVRTC through dlopen: the NVIDIA half of the kernel JIT. The header only checks the shared API table.
 #include <nvrtc.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host runtime: the HIP virtual-memory semantics over POSIX shared memory (lib/README.md, Platform).
 //
 // clang-format off

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one-shot all-to-all benchmark behind mori-a2a (docs/mori-a2a.md, "The contract" in particular).
 //
 // Every rank pushes chunk p of its source into rank p's window, then all ranks synchronise; repeat. The

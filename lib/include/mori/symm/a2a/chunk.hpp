@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's chunk sizes (docs/mori-a2a.md "Chunk sizes"): one limit, one check, and the parser of
 // --chunk-kib and -b/-e/-f. Every entry point (mori-a2a's options, validate_a2a for a configuration built in
 // code, the driver before it allocates) checks a chunk through check_a2a_chunk, so that a size the options

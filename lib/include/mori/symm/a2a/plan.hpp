@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The all-to-all's plan (docs/mori-a2a.md "The plan"): a pure function from the options and the facts every
 // rank gathered (where the ranks sit, the device, its occupancy) to what runs for each chunk: the protocols,
 // each row's kernel shape and launch mode, signal scope and source cache, the SM-copy shapes the ceiling

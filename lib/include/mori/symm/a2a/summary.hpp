@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What mori-a2a's main job concludes (docs/mori-a2a.md "The best mode"): the graph length it measures by
 // default, and, per chunk size, the fastest verified mode with its share of the same-run ceiling and its gain
 // over host sync. Pure functions over A2aConfig and result rows.

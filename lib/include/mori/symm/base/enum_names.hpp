@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An enumeration's names in one table (lib/README.md, "One header per concept"): the enum-to-string
 // functions and the parsers of option values read the same {value, name} pairs, so that a name is written
 // once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Typed errors of the library. Library code throws these; only a tool's main() maps them to exit codes.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // File descriptors of this process (leak checks of the tools and tests).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Files the tools read and write (docs/reliability.md, "Files the tools read and write"): one bounded reader
 // for every file a tool reads, one checked writer for every report, and the check of stdout at exit. No other
 // file I/O belongs in lib/ or apps/: tests/scripts/file_io_audit_test.py fails when any appears outside its

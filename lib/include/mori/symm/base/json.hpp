@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JSON type of every report: keys keep the order in which they were written.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Logging: spdlog to stderr, every line tagged with host, rank and pid.
 #pragma once
 

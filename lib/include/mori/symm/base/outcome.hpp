@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Outcomes as types: what a step came to (the probe's steps, a teardown journal's steps) and what a teardown
 // scenario came to. Their text exists only where JSON and journals are written and read: to_string writes it,
 // the parse function reads a step's status back from a journal (lib/README.md, Reports and exit codes).

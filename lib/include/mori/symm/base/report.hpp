@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON reports: the common `meta` block (lib/README.md, Reports and exit codes) and writing a document
 // atomically.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sizes on the command line: "256K", "64M", "1G", "4096" (bytes).
 #pragma once
 

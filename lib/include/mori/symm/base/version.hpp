@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Version of the suite and the revision of the code it was built from (docs/reliability.md, "Revisions").
 #pragma once
 

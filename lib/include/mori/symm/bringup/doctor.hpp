@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bring-up doctor: named causes (diagnoses) computed from observed facts.
 //
 // Every function here is pure: facts in, diagnoses out, so each cause can be produced in a unit test with

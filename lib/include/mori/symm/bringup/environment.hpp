@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The environment a report was taken in (meta.environment), and the per-rank facts the doctor compares.
 //
 // Test-only overrides (never set them in production): MORI_TEST_HOSTNAME and MORI_TEST_BOOT_ID replace the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Capability probe by doing (docs/mori-probe.md): for each handle type, record what the driver
 // claims, then try every step a window needs, in one process, and choose the handle type from what worked.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // MPI bootstrap: rank, world, the node-local team, and collectives that never wait without a bound.
 //
 // Every collective here is built from non-blocking MPI calls polled against a deadline. On expiry it throws

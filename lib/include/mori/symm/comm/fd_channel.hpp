@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // FdChannel: POSIX file descriptors between the ranks of one node, over UNIX datagram sockets
 // (lib/README.md, Windows).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The process launcher (mpirun, mpiexec, srun) and the MPI job it started: a tool built against one MPI and
 // started by another MPI's launcher, or by srun with a PMI plugin its MPI does not speak, runs every process
 // as a job of its own. check_launcher_world refuses that before any traffic (docs/setup.md, "Launching").

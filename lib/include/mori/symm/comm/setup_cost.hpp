@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What setting up a job costs each rank, step by step (docs/json.md, "meta.setup"): wall time, this thread's
 // CPU time, and counted operations (messages posted, datagrams, descriptors, VMM calls, records checked), so
 // that the growth of each step with the world can be read without the scheduler of an oversubscribed host in

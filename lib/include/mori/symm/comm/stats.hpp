@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Timing statistics shared by every tool and script: one percentile definition (linear interpolation between
 // the closest ranks, position q * (n - 1): numpy's default), and the per-sample maximum over ranks.
 #pragma once

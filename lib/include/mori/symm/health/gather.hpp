@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Gathering what mori-probe --health judges (docs/mori-probe.md "Health"): every rank's NVLink state and Xid
 // events, read before and after the measurement, the short all-to-all, and every check over them and the peer
 // matrix (the verdicts of health.hpp). Collective: every rank of the job takes part.

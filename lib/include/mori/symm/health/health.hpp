@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Node health (mori-probe --health, docs/mori-probe.md "Health"): verdicts over what the probe, the peer
 // matrix, NVML and a short all-to-all measured.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel JIT (lib/README.md, JIT cache): kernels/*.hip compiled at first use for the exact device by NVRTC or
 // hiprtc, with a shared on-disk cache that several processes can fill at once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Precompiling the kernel catalog into the JIT cache (mori-probe --jit-precompile; docs/mori-probe.md): every
 // kernel of kernel_catalog for every arch asked for, no GPU needed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Peer matrix (mori-probe --matrix): for ordered pairs of ranks of one load/store team, through a real
 // symmetric window: write and read bandwidth at a large size, and one-way put-with-signal latency (p50 of
 // round trips / 2), with pointer-array and LSA addressing. GPU: kernels/matrix.hip; host runtime: the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What can explain a change in a measurement (docs/json.md, "meta.gpu_state"): each GPU's clocks, power limit
 // and draw, temperature, clocks-event (throttle) reasons, the time power and heat held the clocks down, ECC,
 // other processes on the GPU, persistence mode and NVLink error counters, read through NVML by the tool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Runtime interface: the only door from host code to a GPU (or to the host runtime that stands in for
 // one).
 //

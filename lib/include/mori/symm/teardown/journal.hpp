@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A per-rank step journal that survives a crash, and the report built from journals (lib/README.md,
 // Reports and exit codes; docs/mori-teardown-repro.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The journal folder of a job of mori-teardown-repro: claimed by one job, and the journals' write errors
 // gathered (docs/mori-teardown-repro.md, "The journal").
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mori-teardown-repro's scenarios: teardown orders composed of the window's own steps (lib/README.md,
 // Teardown policy), every step journaled per rank before it runs (teardown/journal.hpp), and the running and
 // judging of one job of them (docs/mori-teardown-repro.md).

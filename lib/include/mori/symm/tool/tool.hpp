@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What every tool shares: the common options (lib/README.md, Layers), the MPI session, runtime selection, and
 // the one place where typed errors become exit codes. Apps stay thin: declare options, validate, call the
 // library.

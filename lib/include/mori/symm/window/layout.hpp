@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Layout of one window: buffer, signal pad, allocation size and the stride of the flat span.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fixed-size request every rank publishes at rendezvous, and its collective validation.
 #pragma once
 

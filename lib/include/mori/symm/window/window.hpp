@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Symmetric memory windows (lib/README.md, Windows; Teardown policy).
 //
 // clang-format off

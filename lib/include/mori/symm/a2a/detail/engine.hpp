@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One backend of the all-to-all: enqueues the steps the driver (a2a.hpp) sequences. The GPU engine launches
 // the kernels of kernels/a2a.hip; the host engine (lib/src/a2a/host_engine.cpp) runs the same algorithm over
 // the same layout on the CPU. Neither knows about verification rounds, timing or references.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where the ranks of an all-to-all sit: which share a device, whether MPS serves them, the links between
 // devices. Read once at start (one allgather, lib/src/a2a/a2a.cpp) and used by every choice that depends on
 // it: the signal scope, programmatic launches, the automatic protocol and blocks per peer, the physical

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test-only fault injection: MORI_FAULT=<point>:<rank>[,<point>:<rank>...] makes the named rank _exit(17) at
 // the named point (or, for points ending in ".hang", sleep forever). Compiled in when MORI_FAULT_INJECTION is
 // on (the default for test builds); otherwise every call is a no-op and the variable is ignored. Points a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bounded waiting: the one loop behind every "check; if not yet, back off; give up at a deadline".
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Small helpers shared by the library: rank lists, the host name, FNV-1a, text fit to echo.
 #pragma once
 

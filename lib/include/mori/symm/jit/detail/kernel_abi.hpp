@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host's side of the kernel ABI (docs/layout.md "Kernel ABI"): kernels/abi.hip (the layout, the signal
 // pad, the mutation ids, every kernel's launch-argument struct, the kernel names, with their compile-time
 // checks), and the typed launch: names, loaded kernels and launches that carry the kernel's argument type.

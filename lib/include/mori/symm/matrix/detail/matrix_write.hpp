@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The peer matrix's write kernels (docs/mori-probe.md "Peer matrix"): a request resolved for one source
 // rank's device, the variants of --write-kernel all, and their launch (kernels/matrix.hip). Private to the
 // matrix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NVML, loaded at run time (dlopen "libnvidia-ml.so.1") where present: what the driver knows about a GPU that
 // the CUDA driver API does not say (compute mode, NVLink topology and error counters, fabric registration,
 // Xid events). Every fact that could not be read carries the reason instead.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Owners of runtime handles: each destroys its handle in its destructor, which never throws.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A run-time compiler (NVRTC or hiprtc), loaded with dlopen. Private to the JIT.
 #pragma once
 
