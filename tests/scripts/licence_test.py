@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The licence (LICENSE, MIT): the LICENSE file names the licence and the copyright holder, and every tracked
 source file (C++, HIP, Python, shell, CMake; data, JSON and prose exempt) carries the line
 `SPDX-License-Identifier: MIT` in a comment of its own language.
