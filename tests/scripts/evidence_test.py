@@ -3,7 +3,8 @@
 """scripts/evidence rehearsed on the host runtime (preset host, the built tools, written under a temporary --out):
 the manifest's fields and every step's status; a run cut short by its deadline leaves a valid folder marked
 incomplete, which --resume completes; a dirty tree is refused with nothing written; --help does nothing else; a
-copy of the scripts without .git is refused without --revision and, without --tree-clean, taken as dirty.
+copy of the scripts without .git is refused without --revision (and without --bin, whose tools' --version states
+it, as from an install) and, without --tree-clean, taken as dirty.
 
 In a tree without .git (a release tarball, a GPU machine's copy) every run states the revision the build recorded
 (--revision, and --tree-clean where the build says clean; a stand-in commit where it recorded none) and the dirty
@@ -12,6 +13,7 @@ tree without git fails.
 
 usage: evidence_test.py BIN_DIR MPIRUN...
 """
+import glob
 import json
 import os
 import shlex
@@ -78,11 +80,22 @@ try:
     bare_out = os.path.join(tmp, "bare-out")
     bare_run = [sys.executable, os.path.join(bare, "scripts", "evidence"), "--preset", "host", "--backend", "host",
                 "--bin", BIN, "--out", bare_out]
-    p = subprocess.run(bare_run, cwd=bare, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    no_bin = [x for i, x in enumerate(bare_run) if x != "--bin" and (i == 0 or bare_run[i - 1] != "--bin")]
+    p = subprocess.run(no_bin, cwd=bare, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=120)
-    check("without .git and without --revision: exit 2, one line naming --revision, nothing written",
+    check("without .git, --revision and --bin: exit 2, one line naming --revision, nothing written",
           p.returncode == 2 and "no git metadata" in p.stdout and "--revision" in p.stdout and
           len(p.stdout.strip().splitlines()) == 1 and not os.path.exists(bare_out), p.stdout)
+    # An install: no .git, the tools given: their --version states the revision and whether it was clean.
+    tools_head = evidence_revision(BIN)[0]
+    p = subprocess.run([*bare_run, "--deadline-s", "5", "--allow-dirty"], cwd=bare, env=ENV,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    ms = glob.glob(os.path.join(bare_out, "**", "manifest.json"), recursive=True)
+    mb = json.load(open(ms[0])) if ms else {}
+    check("without .git and --revision, with --bin: the revision the tools' --version reports (clean_by says so)",
+          p.returncode == 4 and mb.get("revision") == tools_head and "--version" in mb.get("clean_by", ""),
+          p.stdout + json.dumps(mb)[:1000])
+    shutil.rmtree(bare_out, ignore_errors=True)
     p = subprocess.run([*bare_run, "--revision", head], cwd=bare, env=ENV, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=120)
     check("without .git, --revision but no --tree-clean: refused as dirty (exit 2), nothing written",
