@@ -88,7 +88,8 @@ try:
           len(p.stdout.strip().splitlines()) == 1 and not os.path.exists(bare_out), p.stdout)
     # An install: no .git, the tools given: their --version states the revision and whether it was clean.
     tools_head = evidence_revision(BIN)[0]
-    p = subprocess.run([*bare_run, "--deadline-s", "5", "--allow-dirty"], cwd=bare, env=ENV,
+    table = os.path.join(ROOT, "results", "expectations", "a2a-plan.json")
+    p = subprocess.run([*bare_run, "--deadline-s", "5", "--allow-dirty", "--plan-table", table], cwd=bare, env=ENV,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     ms = glob.glob(os.path.join(bare_out, "**", "manifest.json"), recursive=True)
     mb = json.load(open(ms[0])) if ms else {}
