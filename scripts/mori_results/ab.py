@@ -174,14 +174,16 @@ def check_plan(plan, keep=None):
     missing = [p for p in PLACEHOLDERS if p not in joined]
     if missing:
         raise Malformed(None, f"--ab: the command must name {' and '.join(missing)}")
+    checkout = os.path.exists(os.path.join(plan.repo, ".git"))
+    # No checkout (an install, a copy of the files) is said first, before a missing default --current-bin.
+    if not checkout and not plan.baseline_bin:
+        raise Malformed(None, f"--ab {plan.revision}: {plan.repo} has no .git, so the revision cannot be checked "
+                              "out and built; give --baseline-bin DIR (tools built from it: the revision is then "
+                              "recorded as stated)")
     for name, d in (("--current-bin", plan.current_bin), ("--baseline-bin", plan.baseline_bin)):
         if d and not os.path.isdir(d):
             raise Malformed(d, f"{name}: not a folder")
-    if not os.path.exists(os.path.join(plan.repo, ".git")):
-        if not plan.baseline_bin:
-            raise Malformed(None, f"--ab {plan.revision}: {plan.repo} has no .git, so the revision cannot be checked "
-                                  "out and built; give --baseline-bin DIR (tools built from it: the revision is then "
-                                  "recorded as stated)")
+    if not checkout:
         plan.commit, plan.revision_checked = plan.revision, False
         return
     rc, out = git(plan.repo, "rev-parse", "--verify", "--quiet", f"{plan.revision}^{{commit}}")

@@ -195,6 +195,10 @@ def deb():
                    [f"{usr}/bin/mori-validate-json", "--require", report], expect=r"valid mori\.a2a/")
         run_hidden("the unpacked mori-perf-check comparing that report with itself",
                    [f"{usr}/bin/mori-perf-check", report, report])
+        rc, out, _ = job([f"{usr}/bin/mori-perf-check", "--ab", "HEAD", "--", "mori-a2a", "{bin}", "{json}"],
+                         timeout=60)
+        check("the unpacked mori-perf-check --ab without a checkout: exit 2, saying there is no .git to build REV from",
+              rc == 2 and "has no .git" in out and "--baseline-bin" in out and len(out.strip().splitlines()) == 1, out)
         ex = os.path.join(tmp, "ring_store")
         lib = os.path.dirname(glob.glob(f"{usr}/lib*/**/libmori_symm.so", recursive=True)[0])
         if build_with_pkg_config(f"{usr}/share/mori/examples", ex, os.path.join(lib, "pkgconfig"), lib):
