@@ -130,3 +130,22 @@ TEST(A2aTableDevice, TheRowRecordsTheTableDevice) {
   r.table_device = "NVIDIA H200";
   EXPECT_EQ(to_json(r).at("table_device").get<std::string>(), "NVIDIA H200");
 }
+
+// Every cell is of one GPU model today, so the callers that read a cell by world alone (the protocol choice,
+// the options check) read the cell the plan reads for any GPU. A cell of a second model breaks this: those
+// callers must then be given the device.
+TEST(A2aTableDevice, OneGpuModelSoTheWorldAloneFindsTheCell) {
+  DeviceInfo h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.arch = "sm_90";
+  DeviceInfo mi300x;
+  mi300x.name = "AMD Instinct MI300X";
+  mi300x.arch = "gfx942";
+  for (bool remote : {false, true}) {
+    for (int w : {1, 2, 4, 8, 72}) {
+      const A2aTableCell* any = &a2a_table_cell(remote, w);
+      EXPECT_EQ(&a2a_table_cell(remote, w, &h100), any) << remote << " " << w;
+      EXPECT_EQ(&a2a_table_cell(remote, w, &mi300x), any) << remote << " " << w;
+    }
+  }
+}

@@ -125,7 +125,7 @@ bool source_evict_first(const A2aConfig& cfg, const A2aFacts& f, std::size_t chu
 }
 
 const A2aTableCell& table_cell_of(const A2aFacts& f) {
-  return a2a_table_cell(policy_one_per_device(f), world_of(f), f.device);
+  return a2a_table_cell(policy_one_per_device(f), world_of(f), &f.device);
 }
 
 }  // namespace
@@ -137,7 +137,9 @@ int a2a_table_device_distance(const A2aTableCell& c, const DeviceInfo& device) {
   return arch_family(device.arch) == arch_family(c.arch) && !arch_family(c.arch).empty() ? 2 : 3;
 }
 
-const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo& device) {
+const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo* device) {
+  static const DeviceInfo kNoGpu{};
+  const DeviceInfo& dev = device ? *device : kNoGpu;
   const A2aTableCell* best = nullptr;
   for (const auto& c : kCells) {
     if (c.remote != remote) continue;
@@ -145,7 +147,7 @@ const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo& dev
       best = &c;
       continue;
     }
-    const int dd = a2a_table_device_distance(c, device), bd = a2a_table_device_distance(*best, device);
+    const int dd = a2a_table_device_distance(c, dev), bd = a2a_table_device_distance(*best, dev);
     const double d = world_distance(c.world, world), b = world_distance(best->world, world);
     if (dd < bd || (dd == bd && (d < b || (d == b && c.world < best->world)))) best = &c;
   }

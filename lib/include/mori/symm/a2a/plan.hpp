@@ -66,8 +66,10 @@ struct A2aTableCell {
 // The cell a plan for `world` ranks on `device` reads: the nearest measured GPU first (that model, else the
 // same arch, else the same vendor, else any; the host runtime has no GPU and takes any), then the nearest
 // world (by ratio of world sizes, the smaller on a tie); the plan says which (A2aChunkPlan::table_world,
-// table_device).
-const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo& device = {});
+// table_device). device null: no GPU (any cell, by world alone). The protocol choice (a2a_protocols) and the
+// options check read the cell by world alone: the same cell while every cell is of one GPU model
+// (A2aTableDevice.OneGpuModelSoTheWorldAloneFindsTheCell fails once that stops being true).
+const A2aTableCell& a2a_table_cell(bool remote, int world, const DeviceInfo* device = nullptr);
 // How near the GPU a cell was measured on is to `device`: 0 that model, 1 the same arch, 2 the same vendor
 // (arch family: sm_ or gfx), 3 another (and for a device of no arch: the host runtime).
 int a2a_table_device_distance(const A2aTableCell& c, const DeviceInfo& device);
