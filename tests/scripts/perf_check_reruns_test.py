@@ -3,8 +3,9 @@
 """scripts/perf-check on every pair of committed reruns (docs/perf-check.md "What one baseline run cannot judge").
 
 Every mori.a2a document under results/ (lab/ aside: explorations of modified trees, whose revision does not name the
-code) is grouped by its revision, world and command (meta.argv without the tool's path and the --json path, and
-meta.env); every ordered pair of one group is gated, one run as BASELINE and the other as CURRENT. Each must pass:
+code) is grouped by its revision, machine (platform and GPU models: one revision's evidence on an H100 and on an
+H200 are two groups, which perf-check would refuse to compare), world and command (meta.argv without the tool's
+path and the --json path, and meta.env); every ordered pair of one group is gated, one run as BASELINE and the other as CURRENT. Each must pass:
 exit 0, no SLOWER, no MISSING; what the gate cannot judge from one run is CANNOT_JUDGE with its reason. Then, for
 every one of those runs that holds 256 KiB graph rows, a copy of it with those rows 10 % slower must fail against it
 (exit 1, each of those rows SLOWER on time_p50_us; its total_bw_gbps, 9.1 % lower, SLOWER too where the row's
@@ -47,8 +48,9 @@ def groups():
     by = {}
     for d in load_documents([RESULTS], accept=["mori.a2a"], skip_folders=("schema", "lab")):
         meta = d.doc["meta"]
-        key = json.dumps([d.tag, meta.get("git_revision"), meta.get("world"), command(meta), meta.get("env")],
-                         sort_keys=True)
+        gpus = sorted({str(r.get("device_name")) for r in meta.get("ranks") or [] if isinstance(r, dict)})
+        key = json.dumps([d.tag, meta.get("git_revision"), meta.get("platform"), gpus, meta.get("world"),
+                          command(meta), meta.get("env")], sort_keys=True)
         by.setdefault(key, []).append(d)
     return [v for v in by.values() if len(v) > 1]
 
