@@ -99,6 +99,26 @@ def _bounded_int(text):
     return int(text)
 
 
+class Number(float):
+    """A parsed JSON number that keeps its own text (parse_json(..., keep_text=True)): a writer that must
+    reproduce the JSON's bytes (render-results --csv) writes .text, not Python's repr of the double, which
+    differs where the writer of the JSON chose another of the texts that round-trip to the same double."""
+
+    def __new__(cls, value, text):
+        v = super().__new__(cls, value)
+        v.text = text
+        return v
+
+
+class Integer(int):
+    """A parsed JSON integer that keeps its own text, as Number does."""
+
+    def __new__(cls, value, text):
+        v = super().__new__(cls, value)
+        v.text = text
+        return v
+
+
 def _no_duplicates(pairs):
     out = {}
     for k, v in pairs:
@@ -108,14 +128,18 @@ def _no_duplicates(pairs):
     return out
 
 
-def parse_json(text, path, max_depth=MAX_JSON_DEPTH):
-    """Strict JSON of text (from path, for the message)."""
+def parse_json(text, path, max_depth=MAX_JSON_DEPTH, keep_text=False):
+    """Strict JSON of text (from path, for the message). keep_text: every number is a Number or an Integer that
+    keeps its own text."""
     depth, _ = nesting(text)
     if depth > max_depth:
         raise Malformed(path, f"JSON nested {depth} deep, more than the limit of {max_depth}")
+    pf, pi = _finite_float, _bounded_int
+    if keep_text:
+        pf, pi = (lambda t: Number(_finite_float(t), t)), (lambda t: Integer(_bounded_int(t), t))
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
-                          parse_int=_bounded_int, object_pairs_hook=_no_duplicates)
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=pf, parse_int=pi,
+                          object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise Malformed(path, "JSON nested too deep")
     except json.JSONDecodeError as e:
@@ -125,14 +149,14 @@ def parse_json(text, path, max_depth=MAX_JSON_DEPTH):
         raise Malformed(path, f"not valid JSON: {e}")
 
 
-def read_json(path, max_bytes=MAX_JSON_BYTES, max_depth=MAX_JSON_DEPTH):
-    """The parsed JSON of the regular file at path, read within the bounds."""
+def read_json(path, max_bytes=MAX_JSON_BYTES, max_depth=MAX_JSON_DEPTH, keep_text=False):
+    """The parsed JSON of the regular file at path, read within the bounds (keep_text: as parse_json)."""
     raw = read_bytes(path, max_bytes)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed(path, f"not UTF-8 text ({e.reason} at byte {e.start})")
-    return parse_json(text, path, max_depth)
+    return parse_json(text, path, max_depth, keep_text)
 
 
 def json_files(paths, skip_folders=("schema",)):

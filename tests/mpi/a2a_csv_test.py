@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check("render-results --csv of the same JSON writes the same bytes as mori-a2a --csv",
           p.returncode == 0 and p.stdout.decode("utf-8", "replace") == text,
           p.stdout.decode("utf-8", "replace")[:3000] + "\n---\n" + text[:3000])
+
+    # A number whose shortest text (Python's repr, 5.624857142857143) is not the text the C++ writer chose: each
+    # writer's CSV keeps the report's own text, so the two never differ by a number's spelling.
+    if doc:
+        raw = open(j).read()
+        odd = re.sub(r'"p50": *[-0-9.eE+]+', '"p50":5.6248571428571434', raw, count=1)
+        odd = re.sub(r'"ceilings": *\[[^\]]*\]', '"ceilings":[1E+2,{"gbps":5.6248571428571434}]', odd, count=1)
+        oddj = os.path.join(tmp, "odd.json")
+        with open(oddj, "w") as f:
+            f.write(odd)
+        p = subprocess.run([sys.executable, RENDER, "--csv", oddj], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        got = p.stdout.decode("utf-8", "replace")
+        check("render-results --csv keeps a number's own text (5.6248571428571434, not repr's 5.624857142857143), "
+              "in a field and inside an array", p.returncode == 0 and ",5.6248571428571434," in got
+              and '"[1E+2,{""gbps"":5.6248571428571434}]"' in got and "5.624857142857143," not in got, got[:2000])
 
     fifo = os.path.join(tmp, "fifo")
     os.mkfifo(fifo)
