@@ -231,22 +231,18 @@ check("the summary names the first failure in time (EMFILE on rank 1), not rank 
       sc.get("detail", "").startswith("w1.rendezvous -> EMFILE on rank 1") and "ranks 0,2 failed after it" in
       sc.get("detail", ""), out)
 
-if harness.mpi_vendor(MPIRUN) == "MPICH":
-    # MPICH's UCX cannot open its sockets within 32 descriptors: MPI_Init aborts before the tool runs.
-    print("SKIPPED (not counted): prlimit --nofile=44 at 4 ranks: MPICH's MPI_Init needs more than 32 descriptors")
-else:
-    # The descriptor preflight counts the windows the run holds at once (docs/setup.md, "Large jobs"): 44 is far
-    # below what 8 windows need, so every rank refuses before any window, naming the limit and the windows, and no
-    # journal is begun (this job once failed half-way, EMFILE on rank 1, as the journals of case C above say).
-    jd = os.path.join(TMP, "emfile")
-    rc, out = mpi("-n", "4", "prlimit", "--nofile=44", TD, "--backend", "host", "--timeout-s", "20", "--scenario",
-                  "divergent-order", "--windows", "8", "--journal-dir", jd, "--json", os.path.join(TMP, "emfile.json"),
-                  timeout=180)
-    journals = [n for n in os.listdir(jd) if n.endswith(".journal")] if os.path.isdir(jd) else []
-    check("prlimit --nofile=44 at 4 ranks with 8 windows: refused before any window on every "
-          "rank (exit 2, the limit and the 8 windows named), no journal begun",
-          rc == 2 and out.count("descriptor limit (ulimit -n) is 44") >= 1 and "8 window(s)" in out
-          and not journals, out + str(journals))
+# The descriptor preflight counts the windows the run holds at once (docs/setup.md, "Large jobs"): 44 is far
+# below what 8 windows need, so every rank refuses before any window, naming the limit and the windows, and no
+# journal is begun (this job once failed half-way, EMFILE on rank 1, as the journals of case C above say).
+jd = os.path.join(TMP, "emfile")
+rc, out = mpi("-n", "4", "prlimit", "--nofile=44", TD, "--backend", "host", "--timeout-s", "20", "--scenario",
+              "divergent-order", "--windows", "8", "--journal-dir", jd, "--json", os.path.join(TMP, "emfile.json"),
+              timeout=180)
+journals = [n for n in os.listdir(jd) if n.endswith(".journal")] if os.path.isdir(jd) else []
+check("prlimit --nofile=44 at 4 ranks with 8 windows: refused before any window on every "
+      "rank (exit 2, the limit and the 8 windows named), no journal begun",
+      rc == 2 and out.count("descriptor limit (ulimit -n) is 44") >= 1 and "8 window(s)" in out
+      and not journals, out + str(journals))
 
 after = harness.leftovers(TMP)
 left = [sorted(a - b) for a, b in zip(after, base)]
