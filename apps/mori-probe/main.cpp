@@ -297,7 +297,8 @@ int precompile(ToolEnv& env, const Options& o) {
     Json doc;
     doc["schema"] = "mori.probe/1";
     doc["meta"] = make_meta(env, "");
-    doc["config"] = {{"jit_precompile", true}, {"archs", done.archs}};
+    doc["config"] = {
+        {"jit_precompile", true}, {"archs", done.archs}, {"jobs", done.jobs}, {"wall_ms", done.wall_ms}};
     doc["nodes"] = Json::array();
     doc["jit_precompile"] = done.per_arch;
     write_json(env.common.json, doc);

@@ -205,4 +205,30 @@ with tempfile.TemporaryDirectory() as tmp:
                   and not os.path.lexists(victim), out)
             os.rmdir(lock) if os.path.isdir(lock) and not os.path.islink(lock) else os.unlink(lock)
 
+    # 15. Files and archs compile side by side, one thread per usable core (docs/mori-probe.md): the same entries
+    # as a serial run (taskset -c 0: one core), printed and listed in the catalog's order whatever order they
+    # finished in, config.jobs the threads that ran.
+    def two_archs(name, prefix):
+        path = os.path.join(tmp, f"{name}.json")
+        cmd = [*prefix, PROBE, "--backend", "host", "--jit-precompile", "--archs", "sm_90,sm_80", "--json", path]
+        e = dict(os.environ, MORI_JIT_CACHE_DIR=os.path.join(tmp, name))
+        p = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        doc = json.load(open(path)) if p.returncode == 0 else None
+        lines = re.findall(r"^(sm_\d+) +(\S+) +compiled ", p.stdout, re.M)
+        listed = [(a["arch"], e["file"], e["key"]) for a in doc["jit_precompile"] for e in a["entries"]] if doc else []
+        return p.stdout, doc, lines, listed
+
+    out_p, doc_p, lines_p, listed_p = two_archs("c15-parallel", [])
+    out_s, doc_s, lines_s, listed_s = two_archs("c15-serial", ["taskset", "-c", "0"])
+    units = len(listed_s)
+    cores = len(os.sched_getaffinity(0))
+    check(f"serial (taskset -c 0): config.jobs 1; {units} kernel files of sm_90 then sm_80, printed in that order",
+          doc_s and doc_s["config"]["jobs"] == 1 and units >= 4 and lines_s == [(a, f) for a, f, _ in listed_s]
+          and [a for a, _, _ in listed_s] == sorted([a for a, _, _ in listed_s], reverse=True), out_s)
+    check(f"side by side: config.jobs {min(cores, units)} (the usable cores, at most one per file), the same "
+          "entries and keys in the same order, printed in catalog order, wall_ms a number",
+          doc_p and doc_p["config"]["jobs"] == min(cores, units) and listed_p == listed_s and lines_p == lines_s
+          and isinstance(doc_p["config"]["wall_ms"], (int, float)) and doc_p["config"]["wall_ms"] > 0,
+          out_p + json.dumps((doc_p or {}).get("config")))
+
 finish()

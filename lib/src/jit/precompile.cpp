@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: MIT
 // mori-probe --jit-precompile (precompile.hpp; docs/mori-probe.md): the arch list checked whole, every arch's
-// cache folder checked before any is made, then the kernel catalog compiled into the cache per arch.
+// cache folder checked before any is made, then the kernel catalog compiled into the cache, files and archs
+// at once on the cores this process may use.
 #include "mori/symm/jit/precompile.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "cache.hpp"
@@ -120,41 +127,129 @@ std::vector<std::unique_ptr<Jit>> open_jits(Runtime& rt, int device, const std::
   return jits;
 }
 
-// Every kernel of the catalog for one arch, into its cache: the arch's document of jit_precompile[].
-Json compile_arch(Jit& jit, const std::function<void(const std::string&)>& print) {
-  const std::string& arch = jit.arch();
+// The cores this process may run on (its CPU affinity, which `taskset` and the batch system set), at least 1.
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One kernel file for one arch: compiled by a Jit of its own, so that units share no compiler state.
+struct Unit {
+  std::size_t arch_index = 0;
+  KernelSpec spec;
+  std::unique_ptr<Jit> jit;
+  std::exception_ptr error;
+  std::string line;  // the printed line, once compiled
+  bool done = false;
+};
+
+// The unit compiled into its arch's cache; throws where it is not there afterwards (a publish that failed or
+// a folder that went away is a warning to a job, but here it means nothing was precompiled).
+void compile_unit(Unit& u, const std::string& arch, std::uint64_t khz) {
+  u.jit = std::make_unique<Jit>(arch, platform_of(arch), khz);
+  u.jit->get(u.spec);
+  const auto& got = u.jit->stats().back();
+  std::error_code ec;
+  if (u.jit->cache_dir().empty() ||
+      !std::filesystem::exists(u.jit->cache_dir() + "/" + got.key + "/manifest", ec))
+    throw ApiError("--jit-precompile " + arch + " " + u.spec.file, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE",
+                   "the entry " + got.key + " is not in the cache" +
+                       (u.jit->memory_reason().empty() ? "" : ": " + u.jit->memory_reason()));
   char line[512];
-  Json instantiations = Json::object();
-  for (const auto& spec : kernel_catalog(arch)) {
-    jit.get(spec);
-    instantiations[spec.file] = spec.instantiations.size();
-    // In the cache, or the run failed: a publish that failed or a folder that went away is a warning to a
-    // job, but here it means nothing was precompiled.
-    const auto& got = jit.stats().back();
-    std::error_code ec;
-    if (jit.cache_dir().empty() ||
-        !std::filesystem::exists(jit.cache_dir() + "/" + got.key + "/manifest", ec))
-      throw ApiError("--jit-precompile " + arch + " " + spec.file, __FILE__, __LINE__, "JIT_CACHE_UNUSABLE",
-                     "the entry " + got.key + " is not in the cache" +
-                         (jit.memory_reason().empty() ? "" : ": " + jit.memory_reason()));
-    std::snprintf(line, sizeof(line), "%-8s %-10s %-9s %8.1f ms  key %s  (%zu instantiations)\n",
-                  arch.c_str(), spec.file.c_str(), got.source.c_str(), got.ms, got.key.c_str(),
-                  spec.instantiations.size());
-    print(line);
-  }
-  // What this arch does not get, by design (docs/amd.md "Which kernels exist for which vendor").
+  std::snprintf(line, sizeof(line), "%-8s %-10s %-9s %8.1f ms  key %s  (%zu instantiations)\n", arch.c_str(),
+                u.spec.file.c_str(), got.source.c_str(), got.ms, got.key.c_str(),
+                u.spec.instantiations.size());
+  u.line = line;
+}
+
+// What an arch does not get, by design (docs/amd.md "Which kernels exist for which vendor"): the arch's
+// left_out[], and its printed lines.
+std::pair<Json, std::string> left_out_of(const std::string& arch) {
   Json left_out = Json::array();
+  std::string lines;
+  char line[512];
   for (const auto& k : kernels_left_out(arch)) {
     left_out.push_back({{"file", k.file}, {"instantiation", k.instantiation}, {"needs", k.needs}});
     std::snprintf(line, sizeof(line), "%-8s %-10s left out: %s (needs %s)\n", arch.c_str(), k.file.c_str(),
                   k.instantiation.c_str(), k.needs.c_str());
-    print(line);
+    lines += line;
   }
-  Json doc = jit.stats_json();
+  return {left_out, lines};
+}
+
+// The arch's document of jit_precompile[] from its units' Jits, in catalog order.
+Json arch_doc(const Jit& lead, const std::vector<Unit*>& units, Json left_out) {
+  Json doc = units.empty() ? lead.stats_json() : units.front()->jit->stats_json();
+  Json instantiations = Json::object();
+  double cold = 0, load = 0;
+  Json entries = Json::array();
+  for (const Unit* u : units) {
+    const Json one = u->jit->stats_json();
+    cold += one["cold_compile_ms"].get<double>();
+    load += one["cache_load_ms"].get<double>();
+    for (const auto& e : one["entries"]) entries.push_back(e);
+    instantiations[u->spec.file] = u->spec.instantiations.size();
+  }
+  doc["cold_compile_ms"] = cold;
+  doc["cache_load_ms"] = load;
+  doc["entries"] = entries;
   doc["instantiations"] = instantiations;
-  doc["left_out"] = left_out;
-  doc["wall_clock_khz"] = jit.wall_clock_khz() ? Json(jit.wall_clock_khz()) : Json(nullptr);
+  doc["left_out"] = std::move(left_out);
+  doc["wall_clock_khz"] = lead.wall_clock_khz() ? Json(lead.wall_clock_khz()) : Json(nullptr);
   return doc;
+}
+
+// Every unit compiled by up to `jobs` threads, each taking the next unit in order; NVRTC compiles run at
+// once, hiprtc's one at a time (its comgr serialises compiles within a process: threads would gain nothing
+// there, and older comgr releases are not safe under them). Each unit's line is printed once it and every
+// unit before it are done, so the output keeps the catalog's order (an arch's left-out lines, `after[arch]`,
+// after its last unit). After a failure no new unit starts; the first failed unit in order is rethrown once
+// every thread has ended. Returns the threads that ran (fewer where the system refused one: not an error).
+unsigned compile_units(std::vector<Unit>& units, const std::vector<std::unique_ptr<Jit>>& jits, unsigned jobs,
+                       const std::vector<std::string>& after,
+                       const std::function<void(const std::string&)>& print) {
+  std::mutex mu, amd_mu;
+  std::size_t next = 0, printed = 0;
+  bool failed = false;
+  auto work = [&] {
+    for (;;) {
+      Unit* u = nullptr;
+      {
+        std::lock_guard lk(mu);
+        if (failed || next == units.size()) return;
+        u = &units[next++];
+      }
+      const Jit& lead = *jits[u->arch_index];
+      try {
+        std::unique_lock amd(amd_mu, std::defer_lock);
+        if (platform_of(lead.arch()) == std::string("amd")) amd.lock();
+        compile_unit(*u, lead.arch(), lead.wall_clock_khz());
+      } catch (...) {
+        u->error = std::current_exception();
+      }
+      std::lock_guard lk(mu);
+      u->done = true;
+      failed = failed || u->error;
+      for (; printed < units.size() && units[printed].done && !units[printed].error; ++printed) {
+        print(units[printed].line);
+        const std::size_t a = units[printed].arch_index;
+        if (printed + 1 == units.size() || units[printed + 1].arch_index != a) print(after[a]);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  try {
+    while (threads.size() + 1 < jobs) threads.emplace_back(work);
+  } catch (const std::system_error&) {  // no thread to be had (a process limit): the ones running do the rest
+  }
+  work();
+  for (auto& t : threads) t.join();
+  for (const auto& u : units)
+    if (u.error) std::rethrow_exception(u.error);
+  return static_cast<unsigned>(threads.size() + 1);
 }
 
 }  // namespace
@@ -173,9 +268,28 @@ Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions&
   const auto list = split_list(archs);
   check_names(list, source, archs);
   check_supported(list, source, archs);
-  Precompiled out{archs, Json::array()};
-  for (auto& jit : open_jits(rt, device, list, o.wall_clock_khz))
-    out.per_arch.push_back(compile_arch(*jit, print));
+  const auto jits = open_jits(rt, device, list, o.wall_clock_khz);
+  std::vector<Unit> units;
+  for (std::size_t a = 0; a < list.size(); ++a)
+    for (auto& spec : kernel_catalog(list[a]))
+      units.push_back({a, std::move(spec), nullptr, nullptr, "", false});
+  std::vector<std::pair<Json, std::string>> left_out;
+  std::vector<std::string> after;
+  for (const auto& arch : list) {
+    left_out.push_back(left_out_of(arch));
+    after.push_back(left_out.back().second);
+  }
+  Precompiled out{archs, Json::array(),
+                  static_cast<unsigned>(std::min<std::size_t>(usable_cores(), units.size())), 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  out.jobs = compile_units(units, jits, out.jobs, after, print);
+  out.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (std::size_t a = 0; a < list.size(); ++a) {
+    std::vector<Unit*> mine;
+    for (auto& u : units)
+      if (u.arch_index == a) mine.push_back(&u);
+    out.per_arch.push_back(arch_doc(*jits[a], mine, left_out[a].first));
+  }
   return out;
 }
 
