@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """scripts/compare without a GPU: it and its modules (scripts/compare_lib/) import without torch; nccl-tests' -J
-JSON becomes per-peer rows; percentiles are mori-a2a's; speedups never pair a graph row with an eager one; usage
-errors exit 2."""
+JSON becomes per-peer rows; percentiles are mori-a2a's (held to the C++ tool's own, time-stats-echo, on the same
+numbers); speedups never pair a graph row with an eager one; usage errors exit 2.
+
+usage: compare_test.py TIME_STATS_ECHO"""
 import copy
 import importlib.machinery
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -18,6 +21,7 @@ from harness import check, finish  # noqa: E402
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SCRIPT = os.path.join(ROOT, "scripts", "compare")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "nccl-tests-alltoall-w2.json")
+ECHO = sys.argv[1]  # time-stats-echo: the C++ timing statistics of its arguments
 
 # The entry point (which puts scripts/ on sys.path) and its modules in scripts/compare_lib/.
 loader = importlib.machinery.SourceFileLoader("compare_script", SCRIPT)
@@ -98,31 +102,33 @@ nan["results"][0]["out_of_place"]["time"] = "nan"
 check("nccl-tests' \"nan\" reads as no time", nccl_tests_rows(nan)[0]["time_us"]["p50"] is None)
 
 
-# --- percentiles: mori-a2a's time_stats (lib/src/comm/stats.cpp): pos = q*(n-1), linear between neighbours --------
-def cpp_pct(v, q):
-    v = sorted(v)
-    pos = q * (len(v) - 1)
-    lo = int(pos // 1)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+# --- percentiles: Python's time_stats (scripts/compare_lib/stats.py) against the C++ one (comm/stats.hpp), run -----
+# by time-stats-echo on the same numbers: known answers, then random vectors of every length up to 41.
+def cpp_stats(v):
+    p = subprocess.run([ECHO, *[repr(float(x)) for x in v]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=30)
+    return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stdout}
+
+
+def same_stats(py, cpp):
+    return all(k in cpp and close(py[k], cpp[k], 1e-12) for k in ("min", "p50", "p95", "max", "mean"))
 
 
 vectors = {(1, 2, 3, 4, 5): (3.0, 4.8), (10, 20): (15.0, 19.5), (7,): (7.0, 7.0), (3, 1, 2, 10): (2.5, 8.95),
            tuple(range(1, 21)): (10.5, 19.05)}
 for v, (p50, p95) in vectors.items():
-    t = time_stats(list(v))
-    check(f"percentiles of {v[:5]}{'...' if len(v) > 5 else ''}: p50 {p50}, p95 {p95} (C++ definition)",
-          close(t["p50"], p50) and close(t["p95"], p95) and close(t["p50"], cpp_pct(v, 0.5))
-          and close(t["p95"], cpp_pct(v, 0.95)) and t["min"] == min(v) and t["max"] == max(v)
-          and close(t["mean"], sum(v) / len(v)), repr(t))
-try:
-    import numpy
-    vs = [float(x) for x in (5, 3, 9, 1, 7, 2, 8, 4, 6, 11, 30, 0.5)]
-    check("percentiles equal numpy's default (linear)",
-          close(time_stats(vs)["p95"], float(numpy.percentile(vs, 95)))
-          and close(time_stats(vs)["p50"], float(numpy.percentile(vs, 50))))
-except ImportError:
-    pass
+    t, c = time_stats(list(v)), cpp_stats(v)
+    check(f"percentiles of {v[:5]}{'...' if len(v) > 5 else ''}: p50 {p50}, p95 {p95}, as the C++ tool computes them",
+          close(t["p50"], p50) and close(t["p95"], p95) and same_stats(t, c) and t["min"] == min(v)
+          and t["max"] == max(v) and close(t["mean"], sum(v) / len(v)), repr(t) + " C++: " + repr(c))
+rng = random.Random(20261206)
+randoms = [[rng.lognormvariate(2, 1) for _ in range(n)] for n in range(1, 42)]
+differ = [(v, time_stats(v), cpp_stats(v)) for v in randoms]
+differ = [d for d in differ if not same_stats(d[1], d[2])]
+check(f"percentiles of {len(randoms)} random vectors (1 to 41 samples) equal the C++ tool's", not differ,
+      repr(differ[:2]))
+check("time-stats-echo refuses what is not a number (exit 2)",
+      subprocess.run([ECHO, "1", "x"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 2)
 
 
 # --- like-for-like pairing ------------------------------------------------------------------------------------

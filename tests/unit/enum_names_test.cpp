@@ -36,14 +36,15 @@ TEST(EnumNames, NameValueAndList) {
   EXPECT_EQ(enum_names(kColours), "red, green");
 }
 
-// The functions that read a table keep their names, and a value outside the enumeration its old fallback.
+// The functions that read a table keep their names, and a value outside the enumeration its fallback: "?"
+// where no name is right (a protocol that did not run must not be named), the kind of a placement otherwise.
 TEST(EnumNames, ToStringOfTheTables) {
   EXPECT_STREQ(to_string(TeardownOutcome::journal_error), "journal_error");
   EXPECT_STREQ(to_string(static_cast<TeardownOutcome>(99)), "?");
   EXPECT_STREQ(setup_name(Setup::handle_export), "handle_export");
   EXPECT_STREQ(setup_name(Setup::count_), "?");
   EXPECT_STREQ(to_string(Protocol::ll), "ll");
-  EXPECT_STREQ(to_string(static_cast<Protocol>(99)), "simple");
+  EXPECT_STREQ(to_string(static_cast<Protocol>(99)), "?");  // never a protocol that did not run
   EXPECT_STREQ(to_string(PlacementClass::one_gpu), "one_gpu");
   EXPECT_STREQ(to_string(static_cast<PlacementClass>(99)), "several_ranks_per_gpu");
   EXPECT_STREQ(to_string(Verdict::no_reference), "no_reference");

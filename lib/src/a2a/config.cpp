@@ -31,7 +31,7 @@ const char* to_string(Protocol p) noexcept {
                                                   {Protocol::direct, "direct"},
                                                   {Protocol::ll, "ll"},
                                                   {Protocol::copy, "copy"}};
-  return enum_name(kNames, p, "simple");
+  return enum_name(kNames, p);  // a value outside the enumeration prints as "?", never as a real protocol
 }
 
 SignalScope parse_signal_scope(const std::string& text) {
