@@ -15,7 +15,7 @@
 // The epoch is advanced on the device by the last block of each launch, so a captured graph replays
 // correctly.
 //
-// Host runtime: kernels/a2a_host.cpp runs the same algorithm over the same layout with the same pattern.
+// Host runtime: lib/src/a2a/host_engine.cpp runs the same algorithm over the same layout with the same pattern.
 
 // The signal pad (MoriSignalPad), the receive layout (MoriA2aLayout), the mutation ids (MORI_MUTATE_*) and
 // the kernel names (MORI_K_*) are the host's too: kernels/abi.hip, which the JIT prepends to this file.

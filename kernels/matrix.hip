@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Peer matrix kernels (mori-probe --matrix): bandwidth and put-with-signal latency between two ranks through
 // a symmetric window. kLsa = 0 forms the peer address from the pointer array, kLsa = 1 from base + idx *
-// stride. The write kernels are selected at run time (docs/mori-probe.md "Peer matrix": --write-kernel). The
-// host runtime runs the same algorithm in C++ (lib/src/matrix.cpp).
+// stride. The write kernels are selected at run time (docs/mori-probe.md "Peer matrix": --write-kernel). On
+// the host runtime a memcpy stands in for the writes and the ping-pong runs in C++ (lib/src/matrix/matrix.cpp).
 //
 // Signal pad words used here (each rank's pad, at signal_offset inside its slot):
 //   [0] ping: the round the initiator last signalled to this rank

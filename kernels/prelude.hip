@@ -116,7 +116,7 @@ __device__ __forceinline__ void mori_grid_allow_next() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // ---- sm_90 and newer: the Tensor Memory Accelerator's non-tensor bulk copies (PTX ISA, cp.async.bulk) ---
 // Sizes and addresses are multiples of 16 bytes. MORI_BULK_COPY is 1 only here; the JIT instantiates the
-// kernels that use these only for such archs (arch_has_bulk_copy, lib/include/mori/symm/jit.hpp).
+// kernels that use these only for such archs (arch_has_bulk_copy, lib/include/mori/symm/jit/jit.hpp).
 #define MORI_BULK_COPY 1
 __device__ __forceinline__ u32 mori_smem(const void* p) {
   return static_cast<u32>(__cvta_generic_to_shared(p));
@@ -248,7 +248,7 @@ __device__ __forceinline__ void mori_grid_allow_next() {}
 #endif
 
 // The verification pattern: unique per (source rank, destination rank, 32-bit word, iteration tag), top bit
-// clear so that it never equals the 0xFFFFFFFF poison. kernels/a2a_host.cpp computes the same function.
+// clear so that it never equals the 0xFFFFFFFF poison. lib/src/a2a/host_engine.cpp computes the same function.
 __device__ __forceinline__ u32 mori_pattern(u32 src, u32 dst, u64 word, u32 tag) {
   u64 x = (static_cast<u64>(src) << 48) ^ (static_cast<u64>(dst) << 32) ^ word;
   x ^= static_cast<u64>(tag) * 0x9e3779b97f4a7c15ull;

@@ -283,7 +283,7 @@ struct A2aBench::Impl {
 
     detail::Timer t = timer(graph_k);
     // Test-only: says when this rank enters the timed loop of a device-sync row, so that a fault suite can
-    // signal it there (scripts/h200-faults).
+    // signal it there (scripts/faults).
     if (device_sync && detail::fault_armed("a2a.announce", me)) {
       std::fprintf(stderr, "MORI_FAULT: rank %d entering the timed loop %s\n", me, tag.c_str());
       std::fflush(stderr);

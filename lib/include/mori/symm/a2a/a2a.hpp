@@ -5,7 +5,7 @@
 // driver (this header) is the same for every backend: it verifies each configuration over several
 // back-to-back epochs with rank skew, times it, and measures its references in the same run (push alone,
 // synchronisation alone, the best copy of the same bytes, the physical limit). A backend engine
-// (detail/a2a_engine.hpp) only enqueues the steps.
+// (a2a/detail/engine.hpp) only enqueues the steps.
 #pragma once
 
 #include <cstddef>
@@ -102,9 +102,9 @@ struct A2aResult {
   int unroll = 0;
   std::string launch = "plain";       // how the timed pushes were launched: "programmatic" | "plain"
   std::string signal_scope = "none";  // of the device signals: "system" | "device" | "none" (host sync)
-  std::string placement = "one_gpu";  // the plan's placement class (a2a_plan.hpp PlacementClass)
-  int table_world = 0;  // the world the automatic tables' cell was measured at (a2a_plan.hpp A2aTableCell)
-  std::string table_device;           // the GPU that cell was measured on (a2a_plan.hpp A2aTableCell)
+  std::string placement = "one_gpu";  // the plan's placement class (a2a/plan.hpp PlacementClass)
+  int table_world = 0;  // the world the automatic tables' cell was measured at (a2a/plan.hpp A2aTableCell)
+  std::string table_device;           // the GPU that cell was measured on (a2a/plan.hpp A2aTableCell)
   std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
@@ -125,7 +125,7 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
 // blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
 // remote_peers (one rank per device, peers over links): at least min(the table cell's floor, one vector per
 // thread) blocks, since one block's stores over NVLink are latency-bound (the cell of `world` ranks,
-// a2a_plan.hpp a2a_table_cell: 32, measured on 2 x H200). vectors_per_thread: the 16-byte
+// a2a/plan.hpp a2a_table_cell: 32, measured on 2 x H200). vectors_per_thread: the 16-byte
 // vectors each thread moves at least (8 by default; mori-a2a tries 4 where ranks share a GPU, see
 // docs/mori-a2a.md "Launches").
 int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
@@ -138,7 +138,7 @@ std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
 std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
 
 // The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
-// placement at `world` ranks (the table cell of a2a_plan.hpp a2a_table_cell; docs/mori-a2a.md
+// placement at `world` ranks (the table cell of a2a/plan.hpp a2a_table_cell; docs/mori-a2a.md
 // "Synchronisation and protocols").
 std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
                                     int world);

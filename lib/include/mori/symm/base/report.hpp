@@ -20,7 +20,7 @@ void write_json(const std::string& path, const Json& doc);
 // own, named by the path ("time_us.p50"); an array is one field holding its JSON; null is an empty field; a
 // number and a boolean are written as JSON writes them; a string as it is (bytes that are not UTF-8 as
 // U+FFFD). The columns: every field of every row, in the order of first appearance.
-// scripts/mori_results/csv.py writes the same from the same JSON (CTest a2a.csv compares them).
+// scripts/mori_results/csv_rows.py writes the same from the same JSON (CTest a2a.csv compares them).
 std::string csv_of_rows(const Json& rows);
 
 // Whether an MPS control daemon is reachable for this process (CUDA_MPS_PIPE_DIRECTORY or the default).
