@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""True revisions, one job of one build, the first failure in time, and the settled surprises of issue 26, with
+"""True revisions, one job of one build, the first failure in time, and the settled surprises, with
 real mpirun jobs on the host runtime (docs/reliability.md: "Revisions", "One job, one build", "Fault injection";
 docs/mori-teardown-repro.md; docs/mori-a2a.md).
 

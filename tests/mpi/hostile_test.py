@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Hostile but fair inputs and faults beyond the bad-input and fault suites (issue 16), with real mpirun jobs on
+"""Hostile but fair inputs and faults beyond the bad-input and fault suites, with real mpirun jobs on
 the host runtime: output paths that are not regular files, bytes that are not UTF-8, long names, a hung rank, a
 rank killed from outside, full and damaged journals, two jobs on one journal folder, and more.
 

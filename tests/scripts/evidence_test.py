@@ -168,7 +168,7 @@ try:
         check("summary: recorded as failed where render-results has no --summary (exit 1)",
               s.get("status") == "failed" and rc == 1, json.dumps(s) + out)
 
-    # ---- hostile inputs (issue 36, items 9-12, 14, 15): exit 2 and one line, never a hang or a traceback ----
+    # ---- hostile inputs: exit 2 and one line, never a hang or a traceback ----
     def quick(args, env=ENV, timeout=120):
         try:
             p = subprocess.run([sys.executable, EVIDENCE, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,

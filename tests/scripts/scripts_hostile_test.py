@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Hostile inputs, third round, the scripts' side (docs/reliability.md, "Files the scripts write"): output paths that
+"""Hostile inputs, the scripts' side (docs/reliability.md, "Files the scripts write"): output paths that
 are not regular files (the one writer, scripts/mori_results/files.py), output folders that are not folders
 (matrix-sweep, scale-sweep, evidence --archive), evidence stopped by SIGTERM, an empty value for every option of
 every script and numbers that are not plain decimal (scripts/mori_results/cli.py). Every usage error must be one

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Hostile inputs, third round (issue 36), the tools' side: a malformed MORI_FAULT, empty option values, counts
+"""Values the tools must not trust: a malformed MORI_FAULT, empty option values, counts
 that are not decimal, --device -1, sizes that wrap, arch lists and unusable JIT caches for --jit-precompile,
 journals --summarize must not trust (missing ranks, a world no job has, a file named like no rank's journal),
 floats that are not plain decimal numbers, and a rank stopped inside a teardown step at 4 ranks. Every usage
 error must be one line and exit 2, and leave nothing behind; every path lies in a fresh temporary folder made
 here.
 
-usage: hostile_round3_test.py BIN_DIR MPIRUN...
+usage: untrusted_values_test.py BIN_DIR MPIRUN...
 """
 import json
 import os
@@ -23,7 +23,7 @@ from harness import check, finish  # noqa: E402
 BIN = os.path.abspath(sys.argv[1])
 MPIRUN = sys.argv[2:]
 TOOLS = ["mori-a2a", "mori-probe", "mori-teardown-repro"]
-TMP = tempfile.mkdtemp(prefix="mori-hostile3-")
+TMP = tempfile.mkdtemp(prefix="mori-untrusted-")
 
 
 def tool(name):
