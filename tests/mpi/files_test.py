@@ -305,7 +305,13 @@ with tempfile.TemporaryDirectory() as tmp:
             for line in iter(p.stdout.readline, b""):
                 seen.append(line.decode(errors="replace"))
                 if "jit: compiling a2a.hip" in seen[-1]:
-                    shutil.rmtree(os.path.join(tmp, "vanishing"))  # while a2a.hip compiles, before matrix.hip
+                    # While a2a.hip compiles. The other kernel files compile beside it and may be adding their lock
+                    # files as the folder goes: rmtree is tried again until the folder is gone.
+                    for _ in range(50):
+                        shutil.rmtree(os.path.join(tmp, "vanishing"), ignore_errors=True)
+                        if not os.path.exists(os.path.join(tmp, "vanishing")):
+                            break
+                        time.sleep(0.01)
                     break
                 if time.monotonic() > deadline:
                     break

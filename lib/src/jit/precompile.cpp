@@ -214,6 +214,7 @@ unsigned compile_units(std::vector<Unit>& units, const std::vector<std::unique_p
   std::mutex mu, amd_mu;
   std::size_t next = 0, printed = 0;
   bool failed = false;
+  std::exception_ptr print_error;  // the caller's print threw: no thread may end by an exception
   auto work = [&] {
     for (;;) {
       Unit* u = nullptr;
@@ -233,10 +234,17 @@ unsigned compile_units(std::vector<Unit>& units, const std::vector<std::unique_p
       std::lock_guard lk(mu);
       u->done = true;
       failed = failed || u->error;
-      for (; printed < units.size() && units[printed].done && !units[printed].error; ++printed) {
-        print(units[printed].line);
-        const std::size_t a = units[printed].arch_index;
-        if (printed + 1 == units.size() || units[printed + 1].arch_index != a) print(after[a]);
+      if (print_error) return;
+      try {
+        for (; printed < units.size() && units[printed].done && !units[printed].error; ++printed) {
+          print(units[printed].line);
+          const std::size_t a = units[printed].arch_index;
+          if (printed + 1 == units.size() || units[printed + 1].arch_index != a) print(after[a]);
+        }
+      } catch (...) {
+        print_error = std::current_exception();
+        failed = true;
+        return;
       }
     }
   };
@@ -249,6 +257,7 @@ unsigned compile_units(std::vector<Unit>& units, const std::vector<std::unique_p
   for (auto& t : threads) t.join();
   for (const auto& u : units)
     if (u.error) std::rethrow_exception(u.error);
+  if (print_error) std::rethrow_exception(print_error);
   return static_cast<unsigned>(threads.size() + 1);
 }
 

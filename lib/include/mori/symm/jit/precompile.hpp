@@ -34,7 +34,9 @@ struct Precompiled {
 // (its CPU affinity: `taskset -c 0` is serial), NVRTC compiles at once, hiprtc's one after another (comgr
 // serialises them within a process); one not in the cache afterwards is JIT_CACHE_UNUSABLE too, and the first
 // failure in catalog order is thrown once every compile that started has ended.
-// `print` gets one line (with its newline) per kernel file and per instantiation the arch leaves out.
+// `print` gets one line (with its newline) per kernel file and per instantiation the arch leaves out, in the
+// catalog's order, one call at a time but from the compiling threads; an exception it throws ends the compile
+// and is thrown here once every thread has ended.
 Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions& o,
                                const std::function<void(const std::string&)>& print);
 
