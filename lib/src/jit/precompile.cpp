@@ -136,7 +136,9 @@ unsigned usable_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// One kernel file for one arch: compiled by a Jit of its own, so that units share no compiler state.
+// One kernel file for one arch: compiled by a Jit of its own, so that units share no compiler state. Every
+// unit's Jit is made before the first compile starts, so no cache folder is made while others compile (a
+// folder removed under the run stays removed, as with one Jit per arch).
 struct Unit {
   std::size_t arch_index = 0;
   KernelSpec spec;
@@ -148,8 +150,7 @@ struct Unit {
 
 // The unit compiled into its arch's cache; throws where it is not there afterwards (a publish that failed or
 // a folder that went away is a warning to a job, but here it means nothing was precompiled).
-void compile_unit(Unit& u, const std::string& arch, std::uint64_t khz) {
-  u.jit = std::make_unique<Jit>(arch, platform_of(arch), khz);
+void compile_unit(Unit& u, const std::string& arch) {
   u.jit->get(u.spec);
   const auto& got = u.jit->stats().back();
   std::error_code ec;
@@ -227,7 +228,7 @@ unsigned compile_units(std::vector<Unit>& units, const std::vector<std::unique_p
       try {
         std::unique_lock amd(amd_mu, std::defer_lock);
         if (platform_of(lead.arch()) == std::string("amd")) amd.lock();
-        compile_unit(*u, lead.arch(), lead.wall_clock_khz());
+        compile_unit(*u, lead.arch());
       } catch (...) {
         u->error = std::current_exception();
       }
@@ -281,7 +282,9 @@ Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions&
   std::vector<Unit> units;
   for (std::size_t a = 0; a < list.size(); ++a)
     for (auto& spec : kernel_catalog(list[a]))
-      units.push_back({a, std::move(spec), nullptr, nullptr, "", false});
+      units.push_back({a, std::move(spec),
+                       std::make_unique<Jit>(list[a], platform_of(list[a]), jits[a]->wall_clock_khz()),
+                       nullptr, "", false});
   std::vector<std::pair<Json, std::string>> left_out;
   std::vector<std::string> after;
   for (const auto& arch : list) {
