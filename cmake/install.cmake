@@ -31,12 +31,12 @@ install(FILES ${CMAKE_BINARY_DIR}/mori_symm.pc DESTINATION ${CMAKE_INSTALL_LIBDI
 
 # The CI scripts and what they import, in share/mori/scripts/ beside share/mori/results/schema/ and
 # share/mori/results/expectations/ (the layout of the source tree, so the scripts find both as they do there);
-# bin/mori-<script> links to each. The developer's scripts (build, test, deps, run-main, the AMD chroot and
-# toolchain) stay out.
+# bin/mori-<script> links to each. The developer's scripts (build, test, deps, run-main, a2a-row, the AMD chroot
+# and toolchain) stay out.
 set(MORI_SCRIPTS_DIR ${CMAKE_INSTALL_DATADIR}/mori/scripts)
 install(DIRECTORY scripts/ DESTINATION ${MORI_SCRIPTS_DIR} USE_SOURCE_PERMISSIONS
   PATTERN __pycache__ EXCLUDE PATTERN amd-* EXCLUDE PATTERN build EXCLUDE PATTERN deps EXCLUDE
-  PATTERN test EXCLUDE PATTERN run-main EXCLUDE)
+  PATTERN test EXCLUDE PATTERN run-main EXCLUDE PATTERN a2a-row EXCLUDE)
 install(DIRECTORY results/schema results/expectations DESTINATION ${CMAKE_INSTALL_DATADIR}/mori/results)
 file(RELATIVE_PATH _mori_bin_to_scripts ${CMAKE_INSTALL_FULL_BINDIR}
   ${CMAKE_INSTALL_FULL_DATADIR}/mori/scripts)

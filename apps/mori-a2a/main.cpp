@@ -6,6 +6,7 @@
 
 #include "mori/symm/a2a/a2a.hpp"
 #include "mori/symm/a2a/chunk.hpp"
+#include "mori/symm/a2a/row.hpp"
 #include "mori/symm/a2a/summary.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/fds.hpp"
@@ -41,25 +42,8 @@ void print_table(const std::vector<A2aResult>& rs, int world, bool time_sliced) 
   std::printf(
       "# mori-a2a  world %d  (contract: double-buffered; ceiling = best copy of the same bytes, same run)\n",
       world);
-  std::printf("%10s %5s %6s %6s %5s %5s %9s %9s %9s %10s %10s %7s %9s %7s %s\n", "chunk", "addr", "sync",
-              "proto", "graph", "bpp", "p50_us", "push_us", "sync_us", "total_GB/s", "ceil_GB/s", "ceil_%",
-              "phys_GB/s", "#wrong", "notes");
-  for (const auto& r : rs) {
-    std::string notes;
-    if (r.physical.l2_resident) notes += " L2-resident";
-    if (r.signal_scope == "device") notes += " device-scope";
-    if (r.source_cache == "evict_first") notes += " evict-first";
-    if (r.launch == "programmatic") notes += " programmatic";
-    if (time_sliced) notes += " TIME-SLICED(no MPS)";
-    char phys[32] = "-";
-    if (r.physical.gbps) std::snprintf(phys, sizeof(phys), "%.0f", *r.physical.gbps);
-    std::printf("%9zuB %5s %6s %6s %5s %5d %9.2f %9.2f %9.2f %10.1f %10.1f %6.1f%% %9s %7llu%s\n",
-                r.chunk_bytes, to_string(r.addressing), to_string(r.sync), to_string(r.protocol),
-                r.graph ? std::to_string(r.graph_iters).c_str() : "-", r.blocks_per_peer, r.time_us.p50,
-                r.push_only_us, r.sync_only_us, r.total_bw_gbps, r.ceiling.gbps,
-                r.ceiling.gbps > 0 ? 100.0 * r.total_bw_gbps / r.ceiling.gbps : 0.0, phys,
-                static_cast<unsigned long long>(r.wrong), notes.c_str());
-  }
+  std::printf("%s", a2a_table_header().c_str());
+  for (const auto& r : rs) std::printf("%s", a2a_table_line(r, time_sliced).c_str());
   // ptr vs lsa, same chunk / sync / protocol / graph.
   std::map<std::tuple<std::size_t, std::string, int>, std::pair<double, double>> pairs;
   for (const auto& r : rs) {

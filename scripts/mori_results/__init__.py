@@ -15,6 +15,8 @@ Modules, one concern each:
   reader.py     bounded reads of regular files, strict JSON (depth limit, no NaN/Infinity, no duplicate keys),
                 the *.json files under folders
   documents.py  a document's schema name and version checked first: Document, load_document, load_documents
+  row_fields.py the fields of mori-a2a's rows as the schema declares them (written from the library's one
+                table by scripts/a2a-row): role, unit, and the direction perf-check gates each by
   a2a.py        typed mori.a2a rows: Identity (every field that changes what ran), Row, Run, load_run(s),
                 group_runs (runs grouped only within one revision); check_document, the same rules for
                 validate-json (a count such as "wrong" is an integer: 7.0 refused)

@@ -10,11 +10,12 @@ Runs are grouped only within one revision (group_runs).
 """
 import os
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 
 from .constants import MORI_ADDRESSING, MUTANT_FAULTS
 from .documents import load_documents
 from .errors import Malformed
+from .row_fields import identity_fields
 
 
 class _Absent:
@@ -32,29 +33,24 @@ class _Absent:
 ABSENT = _Absent()
 
 
-@dataclass(frozen=True, order=False)
-class Identity:
-    version: int
-    system: str            # "mori-a2a", "nccl-tests", "torch" or another addressing
-    platform: str
-    device: str
-    gpus: int
-    world: int
-    ranks_per_gpu: object  # int, or a fraction written "W/G" where ranks do not divide evenly
-    mps: bool
-    chunk_bytes: int
-    addressing: str
-    sync: str
-    protocol: object
-    graph: int             # graph iterations, 0 = not graph-captured
-    blocks_per_peer: object
-    unroll: object
-    launch: object
-    signal_scope: object
-    source_cache: object
-    kernel_dir: object
-    fault: object
+# The identity: the job's fields, then the row's fields of role identity as the schema declares them
+# (row_fields.py), then the job's kernel source and fault point. Five row fields are read by rules of their own
+# (graph and graph_iters make one: the graph iterations, 0 where the row was not graph-captured); the others are
+# the row's recorded settings, ABSENT where a document lacks them.
+_JOB_FIELDS = (("version", int), ("system", str),  # system: "mori-a2a", "nccl-tests", "torch" or an addressing
+               ("platform", str), ("device", str), ("gpus", int), ("world", int),
+               ("ranks_per_gpu", object),  # int, or a fraction written "W/G" where ranks do not divide evenly
+               ("mps", bool))
+_ROW_OWN_RULES = ("chunk_bytes", "addressing", "sync", "protocol", "graph", "graph_iters")
+SETTINGS = tuple(n for n in identity_fields() if n not in _ROW_OWN_RULES)  # blocks_per_peer, unroll, launch, ...
+_SHORT = {"blocks_per_peer": "bpp", "signal_scope": "scope", "source_cache": "cache"}
+# The label's order of the settings (as labels were first written); a setting added later comes last.
+_LABEL_ORDER = tuple(n for n in ("launch", "blocks_per_peer", "unroll", "signal_scope", "source_cache")
+                     if n in SETTINGS) + tuple(n for n in SETTINGS if n not in
+                                               ("launch", "blocks_per_peer", "unroll", "signal_scope", "source_cache"))
 
+
+class _IdentityMethods:
     def items(self):
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
@@ -74,10 +70,9 @@ class Identity:
         parts += [size, self.addressing, f"{self.sync}-sync"]
         if self.graph:
             parts.append(f"graph{self.graph}")
-        for name in ("protocol", "launch", "blocks_per_peer", "unroll", "signal_scope", "source_cache"):
-            v = getattr(self, name)
-            short = {"blocks_per_peer": "bpp", "signal_scope": "scope", "source_cache": "cache"}.get(name, name)
-            parts.append(f"{short}={v}" if name != "protocol" or v is ABSENT else str(v))
+        parts.append(str(self.protocol) if self.protocol is not ABSENT else "protocol=absent")
+        for name in _LABEL_ORDER:
+            parts.append(f"{_SHORT.get(name, name)}={getattr(self, name)}")
         if self.system != "mori-a2a":
             parts.append(f"[{self.system}]")
         if self.kernel_dir is not ABSENT:
@@ -85,6 +80,13 @@ class Identity:
         if self.fault is not ABSENT:
             parts.append(f"fault={self.fault}")
         return " ".join(parts)
+
+
+Identity = make_dataclass(
+    "Identity", [*_JOB_FIELDS, ("chunk_bytes", int), ("addressing", str), ("sync", str), ("protocol", object),
+                 ("graph", int), *((n, object) for n in SETTINGS), ("kernel_dir", object), ("fault", object)],
+    bases=(_IdentityMethods,), frozen=True, order=False)
+Identity.__module__ = __name__
 
 
 def fmt_chunk(b):
@@ -345,7 +347,7 @@ def _load_run(document):
         samples = f.get("samples", "count", required=False, default=None)
         iters = f.get("iters", "count", required=False, default=None)
         extra = {}
-        for k in ("blocks_per_peer", "unroll", "launch", "signal_scope", "source_cache"):
+        for k in SETTINGS:
             extra[k] = f.get(k, "scalar", required=False) if system == "mori-a2a" else ABSENT
             if extra[k] is None:
                 extra[k] = ABSENT

@@ -25,17 +25,11 @@ from .constants import (GATE_AB_ALPHA, GATE_AB_FLOOR_DEVICE_SYNC, GATE_AB_FLOOR_
                         GATE_FLOOR_DEVICE_SYNC, GATE_FLOOR_HOST_SYNC, GATE_JUDGE_LIMIT, GATE_SPREAD_FACTOR,
                         MIN_SAMPLES)
 from .errors import Malformed
+from .row_fields import gated_metrics
 
-METRICS = {  # name -> higher is better
-    "total_bw_gbps": True,
-    "agg_bw_gbps": True,
-    "busbw_gbps": True,
-    "p50": False,
-    "time_p95_us": False,
-    "push_only_us": False,
-    "sync_only_us": False,
-}
 METRIC_NAMES = {"time_p50_us": "p50"}  # command-line name -> Row attribute
+# Row attribute -> higher is better: every field of the row the schema gives a direction (row_fields.py).
+METRICS = {METRIC_NAMES.get(m, m): hib for m, hib in gated_metrics().items()}
 DEFAULT_METRICS = ("total_bw_gbps", "time_p50_us")
 
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/a2a/row.hpp"
 #include "mori/symm/base/json.hpp"
 
 using namespace mori::symm;

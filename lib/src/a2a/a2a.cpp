@@ -26,6 +26,7 @@
 #include "mori/symm/platform/detail/nvml.hpp"
 #include "mori/symm/window/window.hpp"
 #include "references.hpp"
+#include "timer.hpp"
 
 namespace mori::symm {
 

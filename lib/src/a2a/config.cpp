@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The all-to-all's configuration: validation, automatic choices, pitch, and the JSON of a result row.
+// The all-to-all's configuration: validation, automatic choices and pitch.
 #include <algorithm>
 #include <string>
 
@@ -170,59 +170,6 @@ std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes) {
   const std::uint64_t words = (chunk_bytes + 3) / 4;
   const std::uint64_t groups = words ? (words + 3) / 4 : 1;
   return (groups * 32 + 255) / 256 * 256;
-}
-
-Json to_json(const A2aResult& r) {
-  Json j;
-  j["chunk_bytes"] = r.chunk_bytes;
-  j["addressing"] = to_string(r.addressing);
-  j["sync"] = to_string(r.sync);
-  j["graph"] = r.graph;
-  j["graph_iters"] = r.graph_iters;
-  j["protocol"] = to_string(r.protocol);
-  j["blocks_per_peer"] = r.blocks_per_peer;
-  j["unroll"] = r.unroll;
-  j["launch"] = r.launch;
-  j["signal_scope"] = r.signal_scope;
-  j["source_cache"] = r.source_cache;
-  j["placement"] = r.placement;
-  j["table_world"] = r.table_world;
-  j["table_device"] = r.table_device;
-  j["iters"] = r.iters;
-  j["samples"] = r.time_us.samples;
-  j["time_us"] = {{"min", r.time_us.min},
-                  {"p50", r.time_us.p50},
-                  {"p95", r.time_us.p95},
-                  {"max", r.time_us.max},
-                  {"mean", r.time_us.mean}};
-  j["push_only_us"] = r.push_only_us;
-  j["sync_only_us"] = r.sync_only_us;
-  j["agg_bw_gbps"] = r.agg_bw_gbps;
-  j["total_bw_gbps"] = r.total_bw_gbps;
-  j["algbw_gbps"] = r.algbw_gbps;
-  j["busbw_gbps"] = r.busbw_gbps;
-  j["ceiling_bw_gbps"] = r.ceiling.gbps;
-  j["ceiling_kind"] = r.ceiling.kind;
-  j["ceiling_graph"] = r.ceiling.graph;
-  j["ceiling_spread"] = r.ceiling.spread;
-  Json cs = Json::array();
-  for (const auto& c : r.ceiling.samples)
-    cs.push_back({{"kind", c.kind},
-                  {"graph", c.graph},
-                  {"round", c.round},
-                  {"gbps", c.gbps},
-                  {"blocks_per_peer", c.blocks_per_peer ? Json(c.blocks_per_peer) : Json(nullptr)},
-                  {"unroll", c.unroll ? Json(c.unroll) : Json(nullptr)},
-                  {"source_cache", c.source_cache.empty() ? Json(nullptr) : Json(c.source_cache)}});
-  j["ceilings"] = cs;
-  j["ceiling_ratio"] = r.ceiling.gbps > 0 ? r.total_bw_gbps / r.ceiling.gbps : 0.0;
-  j["physical_bw_gbps"] = r.physical.gbps ? Json(*r.physical.gbps) : Json(nullptr);
-  j["physical_source"] = r.physical.source;
-  j["l2_resident"] = r.physical.l2_resident;
-  j["verified_epochs"] = r.verified_epochs;
-  j["skew_us"] = r.skew_us;
-  j["wrong"] = r.wrong;
-  return j;
 }
 
 }  // namespace mori::symm

@@ -22,43 +22,6 @@ std::string fmt_gbps(double v) {
 
 }  // namespace
 
-std::vector<double> Timer::samples(Launch how, const std::function<void()>& one, const std::string& step) {
-  const int k = std::max(graph_k, 1);
-  std::vector<double> us;
-  if (how == Launch::graph) {
-    auto g = eng.capture([&] {
-      for (int i = 0; i < k; ++i) one();
-    });
-    if (!g) return us;
-    for (int i = 0; i < std::max(1, warmup / k); ++i) g->launch();
-    eng.sync();
-    boot.barrier_fast(step + ".start");
-    us = eng.time_each(std::max(kMinSamples, (iters + k - 1) / k), [&] { g->launch(); });
-    for (auto& v : us) v /= k;
-  } else if (how == Launch::stream) {
-    for (int i = 0; i < warmup; ++i) one();
-    eng.sync();
-    boot.barrier_fast(step + ".start");
-    us = eng.time_each(iters, one);
-  } else {
-    boot.barrier_fast(step + ".start");
-    for (int i = 0; i < warmup + iters; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      one();
-      if (i >= warmup)
-        us.push_back(
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  eng.sync();
-  boot.barrier_fast(step + ".end");
-  return us;
-}
-
-double Timer::p50(Launch how, const std::function<void()>& one, const std::string& step) {
-  return time_stats(max_over_ranks(boot, step + ".times", samples(how, one, step))).p50;
-}
-
 Ceiling measure_ceiling(Timer& t, const A2aLayout& L, const std::vector<PushSpec>& sm_copies, int world) {
   const double bytes = static_cast<double>(world) * static_cast<double>(world) * static_cast<double>(L.chunk);
   struct Candidate {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "mori/symm/a2a/row.hpp"
+
 namespace mori::symm {
 
 int default_graph_iters(const A2aConfig& c, bool host_runtime) {
@@ -18,13 +20,6 @@ int default_graph_iters(const A2aConfig& c, bool host_runtime) {
 namespace {
 bool verified(const A2aResult& r) {
   return r.wrong == 0 && r.time_us.p50 > 0;
-}
-
-std::string mode_of(const A2aResult& r) {
-  std::string m = std::string(to_string(r.addressing)) + " " + to_string(r.sync);
-  if (r.sync == SyncMode::device) m += std::string("/") + to_string(r.protocol);
-  if (r.graph && r.graph_iters > 0) m += " graph " + std::to_string(r.graph_iters);
-  return m;
 }
 }  // namespace
 
@@ -45,13 +40,13 @@ std::vector<A2aBest> a2a_best_modes(const std::vector<A2aResult>& rows) {
     if (!best) continue;
     A2aBest b;
     b.chunk_bytes = chunk;
-    b.mode = mode_of(*best);
+    b.mode = a2a_mode(*best);
     b.addressing = best->addressing;
     b.sync = best->sync;
     b.protocol = best->protocol;
     b.graph_iters = best->graph ? best->graph_iters : 0;
     b.p50_us = best->time_us.p50;
-    b.ceiling_ratio = best->ceiling.gbps > 0 ? best->total_bw_gbps / best->ceiling.gbps : 0.0;
+    b.ceiling_ratio = a2a_ceiling_ratio(*best);
     if (host) {
       b.host_p50_us = host->time_us.p50;
       b.gain_over_host = host->time_us.p50 / best->time_us.p50;

@@ -168,9 +168,11 @@ std::string describe_groups(const std::vector<std::string>& per_rank, const std:
 }
 
 // Every rank must run the same tool, built from the same code, with the same options: checked collectively
-// before any other traffic, so that every rank fails alike (exit 2) naming the ranks that differ.
-void check_same_job(Bootstrap& boot, const std::string& tool, const std::vector<std::string>& argv,
-                    int windows) {
+// before any other traffic, so that every rank fails alike (exit 2) naming the ranks that differ. Each rank
+// first raises its descriptor limit towards what `windows` windows need, and the limits ride the same
+// allgather, so that a rank below the need is refused here too.
+void check_same_job_and_raise_fd_limit(Bootstrap& boot, const std::string& tool,
+                                       const std::vector<std::string>& argv, int windows) {
   JobIdentity mine{};
   copy_field(mine.tool, sizeof(mine.tool), tool);
   std::string app = app_revision().identity(), lib = library_revision().identity();
@@ -354,7 +356,8 @@ void start_job(ToolEnv& env, const ToolSpec& spec, int world_rank) {
   }
   env.boot = std::make_unique<Bootstrap>(env.common.timeout_s, env.common.node_id);
   SetupStep timed(Setup::options_check);
-  check_same_job(*env.boot, spec.name, env.argv, spec.windows_held ? spec.windows_held() : 1);
+  check_same_job_and_raise_fd_limit(*env.boot, spec.name, env.argv,
+                                    spec.windows_held ? spec.windows_held() : 1);
 }
 
 // The runtime (--backend), the device (--device, else the node-local rank modulo the count), its GPU state.

@@ -182,6 +182,4 @@ class A2aBench {
   std::unique_ptr<Impl> impl_;
 };
 
-Json to_json(const A2aResult& r);
-
 }  // namespace mori::symm
