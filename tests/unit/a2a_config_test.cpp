@@ -10,6 +10,7 @@
 #include "mori/symm/a2a/a2a.hpp"
 #include "mori/symm/a2a/detail/engine.hpp"
 #include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/a2a/plan.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/json.hpp"
 #include "mori/symm/jit/jit.hpp"

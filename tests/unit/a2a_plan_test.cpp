@@ -167,13 +167,13 @@ void expect_case(const A2aFacts& f, const std::string& name) {
 }  // namespace
 
 // 2, 4 and 8 distinct H200s, one rank each (the users' node). Protocol: direct below 16 MiB, simple from
-// there (lib/src/a2a/config.cpp kRemote, from results/h200x2/protocol-sweep/). Blocks per peer: at least
-// min(32, chunk / 512 threads / 16 B) for remote peers, else one block per 8 vectors per thread up to 4 per
-// multiprocessor across peers (config.cpp auto_blocks_per_peer): 256 KiB -> 32; 64 MiB -> 528 / world (264 at
-// 2 ranks, as in docs/mori-a2a.md's sample output). Unroll 8 from 16 MiB (auto_unroll). Launch: programmatic
-// one rank per GPU on sm_90 (docs/mori-a2a.md "Launches"). Signals at system scope: peers on other devices
-// (docs/mori-a2a.md "Signal scope"). Source loads normal: evict-first only where ranks share a GPU
-// (docs/mori-a2a.md "Source cache").
+// there (lib/src/a2a/plan.cpp kCells, distinct devices: results/h200x2/protocol-sweep/). Blocks per peer: at
+// least min(32, chunk / 512 threads / 16 B) for remote peers, else one block per 8 vectors per thread up to 4
+// per multiprocessor across peers (plan.cpp auto_blocks_per_peer): 256 KiB -> 32; 64 MiB -> 528 / world (264
+// at 2 ranks, as in docs/mori-a2a.md's sample output). Unroll 8 from 16 MiB (auto_unroll). Launch:
+// programmatic one rank per GPU on sm_90 (docs/mori-a2a.md "Launches"). Signals at system scope: peers on
+// other devices (docs/mori-a2a.md "Signal scope"). Source loads normal: evict-first only where ranks share a
+// GPU (docs/mori-a2a.md "Source cache").
 TEST(A2aPlan, DistinctH200s) {
   for (int n : {2, 4, 8}) {
     const A2aFacts f = facts_of(distinct_h200s(n), Platform::cuda, 450);
@@ -189,8 +189,8 @@ TEST(A2aPlan, DistinctH200s) {
 }
 
 // 8 ranks on one H200 under MPS (results/h200/, the suite's main configuration). Protocol: direct to 16 MiB,
-// copy from 64 MiB (config.cpp kShared, from results/h200/protocol-sweep-scope/). Blocks per peer: 4 at
-// 256 KiB (one block per 8 vectors per thread), raised to 8 where programmatic launches still fit the
+// copy from 64 MiB (plan.cpp kCells, a shared device: results/h200/protocol-sweep-scope/). Blocks per peer: 4
+// at 256 KiB (one block per 8 vectors per thread), raised to 8 where programmatic launches still fit the
 // residency rule 8 x (8 x 8 + 1) = 520 <= 528 (results/lab/h200/signal-scope/overlap-bpp/: 8 overlapped 10.01
 // us against 4 blocks 10.33); at 4 MiB 64 blocks launched plain (8 overlapped 141.5 us against 64 plain
 // 135.7). Device-scope signals: every rank on this GPU (docs/mori-a2a.md "Signal scope"). Source: normal at
@@ -209,7 +209,7 @@ TEST(A2aPlan, EightRanksOnOneH200UnderMps) {
 }
 
 // 4 ranks over 2 H200s, 2 per GPU under MPS: not one GPU (system scope, normal loads), not one rank per GPU
-// (the shared-device protocol table, config.cpp kShared), and the residency rule decides launches with 2
+// (the shared-device cells of plan.cpp kCells), and the residency rule decides launches with 2
 // ranks per device: 8 blocks per peer fit (2 x (4 x 8 + 1) = 66 <= 528). No single physical limit
 // (references.cpp physical_limit: ranks spread unevenly over devices).
 TEST(A2aPlan, FourRanksOverTwoH200s) {
@@ -249,7 +249,7 @@ TEST(A2aPlan, TwoMigInstancesAreRefused) {
   EXPECT_THROW(a2a_plan_refusals(A2aConfig{}, f, {}, "sm_90"), UsageError);
 }
 
-// An MI300X-like node, 8 GPUs over xGMI: the distinct-device tables (config.cpp kRemote, auto_blocks_per_peer
+// An MI300X-like node, 8 GPUs over xGMI: the distinct-device tables (plan.cpp kCells, auto_blocks_per_peer
 // with remote peers: 32 at 256 KiB), plain launches (programmatic dependent launch is NVIDIA's, sm_90+),
 // system scope (device scope never measured on AMD: docs/mori-a2a.md "Signal scope"), normal loads (no cache
 // hints off NVIDIA, arch_has_l2_cache_hints). No link rate (NVML is NVIDIA's): the bound is HBM alone, 64 c /

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The all-to-all's configuration: validation, automatic choices and pitch.
+// The all-to-all's configuration: the names of its enumerations, its option values parsed, and its validation
+// (the automatic choices it checks against are the plan's: lib/src/a2a/plan.cpp).
 #include <algorithm>
 #include <string>
 
@@ -10,15 +11,6 @@
 #include "mori/symm/base/error.hpp"
 
 namespace mori::symm {
-namespace {
-
-// The copy protocol's copies are enqueued by the host into the receive buffer of the parity the launch will
-// have, so a captured graph holds fixed parities: each replay must start at the parity of the capture, which
-// an even number of launches per graph keeps (docs/mori-a2a.md "Synchronisation and protocols").
-bool copy_fits_graphs(const A2aConfig& c) {
-  return c.graph == 0 || (c.graph % 2 == 0 && c.verify_epochs % 2 == 0);
-}
-}  // namespace
 
 const char* to_string(Addressing a) noexcept {
   return a == Addressing::lsa ? "lsa" : "ptr";
@@ -48,17 +40,6 @@ SourceCache parse_source_cache(const std::string& text) {
   throw UsageError("--source-cache: unknown value '" + text + "' (accepted: auto, normal, evict-first)");
 }
 
-bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes) {
-  return l2_bytes > 0 && 2.0L * ranks_on_device * world * static_cast<long double>(pitch) <=
-                             static_cast<long double>(l2_bytes);
-}
-
-bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
-                             std::uint64_t l2_bytes) {
-  return ranks_share_one_gpu && l2_bytes > 0 &&
-         !a2a_working_set_fits_l2(world, world, a2a_pitch(chunk_bytes), l2_bytes);
-}
-
 std::vector<Protocol> parse_protocols(const std::string& text) {
   if (text == "auto") return {};
   if (text == "both") return {Protocol::simple, Protocol::direct};
@@ -83,15 +64,6 @@ std::vector<Protocol> parse_protocols(const std::string& text) {
     pos = end + 1;
   }
   return out;
-}
-
-std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
-                                    int world) {
-  if (!c.protocols.empty()) return c.protocols;
-  const A2aTableCell& t = a2a_table_cell(one_rank_per_device, world);
-  // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
-  if (chunk_bytes >= t.copy_from && copy_fits_graphs(c)) return {Protocol::copy};
-  return {chunk_bytes < t.simple_from ? Protocol::direct : Protocol::simple};
 }
 
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime) {
@@ -135,41 +107,11 @@ void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bo
     throw UsageError("--verify-epochs: must be in 2..64 (back-to-back epochs are what the check is for)");
   if (c.skew_us > 1e6) throw UsageError("--skew-us: at most 1000000 (1 s)");
   if (std::find(c.protocols.begin(), c.protocols.end(), Protocol::copy) != c.protocols.end() &&
-      !copy_fits_graphs(c))
+      !a2a_copy_fits_graphs(c))
     throw UsageError("--protocol copy (or all) with --graph: --graph (" + std::to_string(c.graph) +
                      ") and --verify-epochs (" + std::to_string(c.verify_epochs) +
                      ") must be even (the copies' receive buffers alternate by launch and a graph replays "
                      "fixed ones)");
-}
-
-int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
-                         bool remote_peers, int vectors_per_thread) {
-  // Each thread should move at least 8 vectors (128 bytes): thinner blocks spend their time being scheduled
-  // (measured on the H200 at 8 ranks, 256 KiB: 4 blocks per peer 23.6 us, 32 blocks 31.8 us). And no more
-  // blocks than about four per multiprocessor across all peers.
-  const std::size_t vecs = chunk_bytes / 16;
-  const std::size_t per_block =
-      static_cast<std::size_t>(threads) * static_cast<std::size_t>(std::max(vectors_per_thread, 1));
-  const std::size_t useful = (vecs + per_block - 1) / per_block;
-  const std::size_t target =
-      (4 * static_cast<std::size_t>(std::max(multiprocessors, 1)) + static_cast<std::size_t>(world) - 1) /
-      static_cast<std::size_t>(world);
-  std::size_t bpp = std::min(useful, target);
-  if (remote_peers) {
-    const auto floor = static_cast<std::size_t>(a2a_table_cell(true, world).bpp_floor);
-    bpp = std::max(bpp, std::min<std::size_t>(floor, vecs / static_cast<std::size_t>(threads)));
-  }
-  return static_cast<int>(std::clamp<std::size_t>(bpp, 1, 65535));
-}
-
-std::uint64_t a2a_pitch(std::uint64_t chunk_bytes) {
-  return (chunk_bytes + 16 + 255) / 256 * 256;
-}
-
-std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes) {
-  const std::uint64_t words = (chunk_bytes + 3) / 4;
-  const std::uint64_t groups = words ? (words + 3) / 4 : 1;
-  return (groups * 32 + 255) / 256 * 256;
 }
 
 }  // namespace mori::symm

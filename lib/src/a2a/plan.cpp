@@ -13,6 +13,60 @@
 
 namespace mori::symm {
 
+bool a2a_copy_fits_graphs(const A2aConfig& c) {
+  return c.graph == 0 || (c.graph % 2 == 0 && c.verify_epochs % 2 == 0);
+}
+
+bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes) {
+  return l2_bytes > 0 && 2.0L * ranks_on_device * world * static_cast<long double>(pitch) <=
+                             static_cast<long double>(l2_bytes);
+}
+
+bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
+                             std::uint64_t l2_bytes) {
+  return ranks_share_one_gpu && l2_bytes > 0 &&
+         !a2a_working_set_fits_l2(world, world, a2a_pitch(chunk_bytes), l2_bytes);
+}
+
+std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
+                                    int world) {
+  if (!c.protocols.empty()) return c.protocols;
+  const A2aTableCell& t = a2a_table_cell(one_rank_per_device, world);
+  // copy in a graph needs an even launch count per replay (validate_a2a); auto then takes simple instead.
+  if (chunk_bytes >= t.copy_from && a2a_copy_fits_graphs(c)) return {Protocol::copy};
+  return {chunk_bytes < t.simple_from ? Protocol::direct : Protocol::simple};
+}
+
+int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
+                         bool remote_peers, int vectors_per_thread) {
+  // Each thread should move at least 8 vectors (128 bytes): thinner blocks spend their time being scheduled
+  // (measured on the H200 at 8 ranks, 256 KiB: 4 blocks per peer 23.6 us, 32 blocks 31.8 us). And no more
+  // blocks than about four per multiprocessor across all peers.
+  const std::size_t vecs = chunk_bytes / 16;
+  const std::size_t per_block =
+      static_cast<std::size_t>(threads) * static_cast<std::size_t>(std::max(vectors_per_thread, 1));
+  const std::size_t useful = (vecs + per_block - 1) / per_block;
+  const std::size_t target =
+      (4 * static_cast<std::size_t>(std::max(multiprocessors, 1)) + static_cast<std::size_t>(world) - 1) /
+      static_cast<std::size_t>(world);
+  std::size_t bpp = std::min(useful, target);
+  if (remote_peers) {
+    const auto floor = static_cast<std::size_t>(a2a_table_cell(true, world).bpp_floor);
+    bpp = std::max(bpp, std::min<std::size_t>(floor, vecs / static_cast<std::size_t>(threads)));
+  }
+  return static_cast<int>(std::clamp<std::size_t>(bpp, 1, 65535));
+}
+
+std::uint64_t a2a_pitch(std::uint64_t chunk_bytes) {
+  return (chunk_bytes + 16 + 255) / 256 * 256;
+}
+
+std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes) {
+  const std::uint64_t words = (chunk_bytes + 3) / 4;
+  const std::uint64_t groups = words ? (words + 3) / 4 : 1;
+  return (groups * 32 + 255) / 256 * 256;
+}
+
 namespace {
 
 constexpr int kThreads = 512;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "mori/symm/a2a/plan.hpp"
 #include "mori/symm/comm/bootstrap.hpp"
 
 namespace mori::symm::detail {

@@ -122,26 +122,6 @@ struct A2aResult {
 // device_memory: bytes of the device (0 = unknown).
 void validate_a2a(const A2aConfig& c, int world, std::uint64_t device_memory, bool host_runtime);
 
-// blocks_per_peer when not given: enough blocks to fill the device, never more than the chunk has work for.
-// remote_peers (one rank per device, peers over links): at least min(the table cell's floor, one vector per
-// thread) blocks, since one block's stores over NVLink are latency-bound (the cell of `world` ranks,
-// a2a/plan.hpp a2a_table_cell: 32, measured on 2 x H200). vectors_per_thread: the 16-byte
-// vectors each thread moves at least (8 by default; mori-a2a tries 4 where ranks share a GPU, see
-// docs/mori-a2a.md "Launches").
-int auto_blocks_per_peer(int multiprocessors, int world, std::size_t chunk_bytes, int threads,
-                         bool remote_peers = false, int vectors_per_thread = 8);
-
-// Receive-slot pitch for a chunk: the chunk plus a poisoned guard of at least 16 bytes, 256-byte aligned.
-std::uint64_t a2a_pitch(std::uint64_t chunk_bytes);
-// Staging-slot pitch of the ll protocol: 8 bytes per 32-bit word, in groups of 4 words (at least one group:
-// a zero-byte chunk still sends its flags), 256-byte aligned.
-std::uint64_t a2a_ll_pitch(std::uint64_t chunk_bytes);
-
-// The protocols of device-sync rows at this chunk size: as given, else the one measured fastest for this
-// placement at `world` ranks (the table cell of a2a/plan.hpp a2a_table_cell; docs/mori-a2a.md
-// "Synchronisation and protocols").
-std::vector<Protocol> a2a_protocols(const A2aConfig& c, std::size_t chunk_bytes, bool one_rank_per_device,
-                                    int world);
 // Parses --protocol: a comma-separated list of simple, direct, ll, copy, or both (simple,direct), all (the
 // four), auto (empty).
 std::vector<Protocol> parse_protocols(const std::string& text);
@@ -149,14 +129,6 @@ std::vector<Protocol> parse_protocols(const std::string& text);
 SignalScope parse_signal_scope(const std::string& text);
 // Parses --source-cache: auto, normal or evict-first.
 SourceCache parse_source_cache(const std::string& text);
-// Whether the working set of one device, every one of its ranks' source and receive slots (2 x
-// ranks_on_device x world x pitch), fits in its L2 (l2_bytes; 0 = unknown: false). The row field l2_resident.
-bool a2a_working_set_fits_l2(int ranks_on_device, int world, std::uint64_t pitch, std::uint64_t l2_bytes);
-// --source-cache auto: evict-first where ranks share one GPU (ranks_share_one_gpu: all on it, more than one)
-// and their working set does not fit in its L2 (a2a_working_set_fits_l2; l2_bytes 0 = unknown: normal).
-// Measured at 8 ranks on one H200 (results/lab/h200/source-cache/).
-bool auto_source_evict_first(bool ranks_share_one_gpu, int world, std::size_t chunk_bytes,
-                             std::uint64_t l2_bytes);
 
 class A2aBench {
  public:
