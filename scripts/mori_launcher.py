@@ -12,6 +12,7 @@ which every script checks before any work (split_line).
 import os
 import shlex
 import sys
+from mori_results import env as envvars  # scripts/ is on sys.path wherever this module is imported
 
 OPEN_MPI_DEFAULT = ["mpirun", "--oversubscribe"]
 
@@ -50,7 +51,7 @@ def built_with(bin_dir):
 def mpirun_command(bin_dir=None):
     """The launcher and its options, as a list: MORI_MPIRUN, else the built MPI's launcher (BadLauncher where
     MORI_MPIRUN cannot be split)."""
-    line = os.environ.get("MORI_MPIRUN", "").strip()
+    line = envvars.read("MORI_MPIRUN", "").strip()
     if line:
         return split_line(line, "MORI_MPIRUN")
     vendor, launcher = built_with(bin_dir) if bin_dir else (None, None)

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import time
+from mori_results import env as envvars  # scripts/ is on sys.path wherever this module is imported
 
 CONTROL = "nvidia-cuda-mps-control"
 START_S = 5.0  # the daemon answers within this after `-d`
@@ -24,7 +25,7 @@ class MpsError(Exception):
 
 
 def default_base():
-    return os.environ.get("MORI_MPS_DIR") or f"/tmp/mori-mps-{os.getuid()}"
+    return envvars.read("MORI_MPS_DIR") or f"/tmp/mori-mps-{os.getuid()}"
 
 
 def _control(args, stdin, env, timeout):
@@ -104,10 +105,10 @@ class Daemon:
 def active_daemon():
     """A daemon already answering: the one this process's environment names (CUDA_MPS_PIPE_DIRECTORY), else the one
     `scripts/mps start` starts by default ($MORI_MPS_DIR or /tmp/mori-mps-UID); None where neither answers."""
-    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    pipe = envvars.read("CUDA_MPS_PIPE_DIRECTORY")
     if pipe:
         d = Daemon(os.path.dirname(pipe.rstrip("/")))
-        d.pipe, d.log = pipe, os.environ.get("CUDA_MPS_LOG_DIRECTORY", d.log)
+        d.pipe, d.log = pipe, envvars.read("CUDA_MPS_LOG_DIRECTORY", d.log)
         if d.running():
             return d
     d = Daemon()
@@ -143,7 +144,7 @@ class MpsPlacement:
 
     def env(self):
         """GPU `gpu` of those this process sees (an entry of CUDA_VISIBLE_DEVICES where it is set), and the daemon."""
-        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        visible = [v for v in envvars.read("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
         gpu = visible[self.gpu].strip() if self.gpu < len(visible) else str(self.gpu)
         return {"CUDA_VISIBLE_DEVICES": gpu, **self.daemon.env()}
 

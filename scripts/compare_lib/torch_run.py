@@ -12,6 +12,7 @@ from mori_results.machine import driver_version, mps_active, tree_revision
 
 from .rows import fmt_size
 from .stats import bandwidths, failed_fields, time_stats
+from mori_results import env as envvars
 
 GUARD_ELEMS = 4096  # int32 elements after every receive area that must stay poisoned
 POISON = -1
@@ -24,7 +25,7 @@ class TorchRun:
         self.torch, self.dist, self.a, self.chunks = torch, dist, a, chunks
         dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=a.timeout_s))
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.local = int(os.environ.get("LOCAL_RANK", self.rank))
+        self.local = int(envvars.read("LOCAL_RANK", self.rank))
         torch.cuda.set_device(self.local)
         self.dev = torch.device("cuda", self.local)
         self.ctrl = dist.new_group(backend="gloo")  # bookkeeping off the GPU, so a broken NCCL path cannot hang it
@@ -217,5 +218,4 @@ class TorchRun:
                 "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "world": self.world, "ranks": ranks, "backend": "gpu", "platform": "cuda", "handle_type": "",
                 "driver_version": driver_version(), "runtime_version": "nccl " + nccl, "mps_active": mps_active(),
-                "env": {k: v for k, v in os.environ.items()
-                        if k.startswith(("NCCL_", "TORCH_SYMM", "TORCH_NCCL", "CUDA_VISIBLE"))}}
+                "env": envvars.with_prefixes(("NCCL_", "TORCH_SYMM", "TORCH_NCCL", "CUDA_VISIBLE"))}

@@ -14,6 +14,7 @@ from .budget import Budget, worst_case_s
 from .cases import CASES, FAULTY, Case
 from .jobs import ROOT, Run
 from .report import SCHEMA, finish, meta, table
+from mori_results import env as envvars
 
 
 def parse(usage):
@@ -43,7 +44,7 @@ def parse(usage):
     ap.add_argument("--no-bystander", dest="bystander", action="store_false")
     ap.add_argument("--no-mps", dest="mps", action="store_false", help="gpu backend without the MPS daemon")
     ap.add_argument("--no-per-gpu", dest="per_gpu", action="store_false", help="skip the one-rank-per-GPU runs")
-    ap.add_argument("--mpirun", default=os.environ.get("MORI_MPIRUN") or None,
+    ap.add_argument("--mpirun", default=envvars.read("MORI_MPIRUN") or None,
                     help="the launcher and its options, as one string (default: $MORI_MPIRUN, else the launcher of "
                          "the MPI the tools were built with: mpirun --oversubscribe for Open MPI)")
     ap.add_argument("--budget-s", type=positive_decimal, default=420,
@@ -66,7 +67,7 @@ def parse(usage):
     if a.chunk_kib is None:
         a.chunk_kib = 4096 if gpu else 16
     if a.bin is None:
-        a.bin = os.environ.get("MORI_BIN") or os.path.join(ROOT, "build-gpu/bin" if gpu and os.path.isdir(
+        a.bin = envvars.read("MORI_BIN") or os.path.join(ROOT, "build-gpu/bin" if gpu and os.path.isdir(
             os.path.join(ROOT, "build-gpu/bin")) else "build/bin")
     try:  # a regular file or a new name in a writable folder, checked before any job starts
         check_output_file(a.json, "--json")

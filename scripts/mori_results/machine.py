@@ -28,6 +28,7 @@ import subprocess
 
 from .errors import Malformed
 from .reader import read_json
+from . import env as envvars
 
 VERSION_LINE = re.compile(r"^\S+ \S+ \(git ([0-9a-f]{7,64}|unknown)(?:, (clean|tracked files changed|clean state unknown))?\)$")
 SMI_GPU_LINE = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID.*)?$", re.M)
@@ -55,7 +56,7 @@ def smi_gpus():
 def visible_gpu_count():
     """The GPUs a job started here sees: the entries of CUDA_VISIBLE_DEVICES where it is set and not blank, else
     those nvidia-smi -L lists (0 without it)."""
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    vis = envvars.read("CUDA_VISIBLE_DEVICES")
     if vis is not None and vis.strip():
         return len([x for x in vis.split(",") if x.strip()])
     return len(smi_gpus())
@@ -107,7 +108,7 @@ def driver_version():
 def mps_active():
     """Whether an MPS daemon answers: a control pipe in CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps), or a
     server list from nvidia-cuda-mps-control."""
-    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
+    pipe = envvars.read("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
     if os.path.exists(os.path.join(pipe, "control")):
         return True
     rc, out = _run(["nvidia-cuda-mps-control"], timeout=10, stdin="get_server_list\n")
@@ -137,8 +138,8 @@ def mps_placement(ranks, gpus, base, one_gpu_machines_only=False):
 def tree_revision():
     """The commit of the source tree this script sits in (12 digits), MORI_GIT_REV where it is set, else "unknown"
     (a copy of the tree without .git)."""
-    if os.environ.get("MORI_GIT_REV"):
-        return os.environ["MORI_GIT_REV"]
+    if envvars.read("MORI_GIT_REV"):
+        return envvars.read("MORI_GIT_REV")
     rc, out = _run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short=12", "HEAD"],
                    timeout=10)
     return out.strip() or "unknown"

@@ -19,6 +19,7 @@ from dataclasses import fields
 from .a2a import ABSENT, Identity, fmt_chunk
 from .files import replacing
 from .tables import group_title, plot_name
+from . import env as envvars
 
 DPI = 100
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-matplotlib serves this interpreter only
@@ -53,7 +54,7 @@ def plot_interpreter(timeout=60):
     if pyplot() is not None:
         return sys.executable, None
     tried = [sys.executable]
-    for exe in (os.environ.get(PLOT_PYTHON_ENV), SYSTEM_PYTHON):
+    for exe in (envvars.read(PLOT_PYTHON_ENV), SYSTEM_PYTHON):
         if not exe or exe in tried:
             continue
         tried.append(exe)

@@ -176,7 +176,7 @@ cfg = (load(a2a_json) or {}).get("config", {})
 check("--chunk-kib 4096B,8: 4096 bytes and 8 KiB", rc == 0 and cfg.get("chunks") == [4096, 8192], out + str(cfg))
 for arg in ("nan", "-5", "inf", "-0.5"):
     rc, out = mpi("-n", "2", A2A, "--backend", "host", "--timeout-s", "5", "--skew-us", arg)
-    # nan and inf are no plain decimal numbers (README, "Common options"): refused as such, before the range.
+    # nan and inf are no plain decimal numbers (docs/usage.md, "Common options"): refused as such, before the range.
     text = (f"--skew-us: '{arg}' is not a plain decimal number" if arg in ("nan", "inf")
             else "--skew-us: must be -1 (the default)")
     n = sum(text in ln for ln in out.splitlines())

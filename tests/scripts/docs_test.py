@@ -10,14 +10,14 @@ Checks, each failure naming the file and what is missing where:
 - help:    docs/<tool>.md holds the tool's `--help` output verbatim between <!-- mori-help:begin TOOL --> and
            <!-- mori-help:end TOOL --> (the usage line, every option with its default as the tool shows it).
 - options: every option in a tool's --help is explained outside that block: a tool-specific one in a backtick
-           span of docs/<tool>.md, one that every tool has in the common-options table of README.md; every option
+           span of docs/<tool>.md, one that every tool has in the common-options table of docs/usage.md; every option
            that README.md or docs/*.md give a tool (`mori-a2a --chunk-kib ...` in code or backticks, or a
            backtick span starting with an option in docs/<tool>.md) is one its --help lists.
-- env:     every MORI_* variable the library and tools read (lib/, apps/) is a row of README.md's variables table,
+- env:     every MORI_* variable the library and tools read (lib/, apps/) is a row of docs/environment.md's table,
            and every row there names a variable something in the repository reads.
 - schema:  every field of results/schema/*.json is named in a backtick span or code block of README.md/docs/*.md.
-- scripts: every executable in scripts/ is named in README.md (its scripts table).
-- exit:    README.md's exit-code table lists exactly the codes of ExitCode (lib/include/mori/symm/base/error.hpp).
+- scripts: every executable in scripts/ is named in docs/usage.md (its scripts table).
+- exit:    docs/usage.md's exit-code table lists exactly the codes of ExitCode (lib/include/mori/symm/base/error.hpp).
 - links:   every relative link in the repository's Markdown (outside build folders) resolves, anchors included;
            every repository path in a backtick span of README.md/docs/*.md exists (braces expanded).
 """
@@ -152,18 +152,18 @@ def check_help_and_options(bin_dir, update):
     helps = {t: help_text(bin_dir, t) for t in TOOLS}
     opts = {t: help_options(h) for t, h in helps.items()}
     common = set.intersection(*opts.values())
-    readme = read("README.md")
+    readme = read("docs/usage.md")
     m = re.search(r"^## Common options.*?(?=^## )", readme, flags=re.M | re.S)
     common_rows = set()
     if not m:
-        fail("README.md: no '## Common options' section (the table of the options every tool has)")
+        fail("docs/usage.md: no '## Common options' section (the table of the options every tool has)")
     else:
         for row in re.findall(r"^\|\s*`([^`]+)`", m.group(0), flags=re.M):
             common_rows.update(OPT.findall(row))
     for o in sorted(common - common_rows):
-        fail(f"README.md: option {o} (in the --help of every tool) is not a row of the common-options table")
+        fail(f"docs/usage.md: option {o} (in the --help of every tool) is not a row of the common-options table")
     for o in sorted(common_rows - common):
-        fail(f"README.md: the common-options table lists {o}, which not every tool's --help lists "
+        fail(f"docs/usage.md: the common-options table lists {o}, which not every tool's --help lists "
              f"(tools without it: {', '.join(t for t in TOOLS if o not in opts[t])})")
     for tool in TOOLS:
         page = f"docs/{tool}.md"
@@ -251,17 +251,17 @@ def check_env():
             if p.endswith((".cpp", ".hpp", ".in", ".h")):
                 with open(p, encoding="utf-8", errors="replace") as f:
                     src = f.read()
-                read_vars.update(re.findall(r'(?:getenv|env_on|env_or|env)\("(MORI_[A-Z0-9_]+)"', src))
-    readme = read("README.md")
+                read_vars.update(re.findall(r'(?:getenv|env_on|env_read|env_value)\("(MORI_[A-Z0-9_]+)"', src))
+    readme = read("docs/environment.md")
     m = re.search(r"^\| variable \|.*?(?=^\s*$)", readme, flags=re.M | re.S)
     if not m:
-        fail("README.md: no environment table (a table whose first column is 'variable')")
+        fail("docs/environment.md: no environment table (a table whose first column is 'variable')")
         return
     rows = set()
     for cell in re.findall(r"^\|\s*([^|]+)\|", m.group(0), flags=re.M):
         rows.update(re.findall(r"`((?:MORI|CUDA|ROCM|HWLOC|HIP)_[A-Z0-9_]+)", cell))
     for v in sorted(read_vars - rows):
-        fail(f"README.md: environment variable {v} (read in lib/ or apps/) is not a row of the variables table")
+        fail(f"docs/environment.md: environment variable {v} (read in lib/ or apps/) is not a row of the variables table")
     everything = ""
     for top in ("lib", "apps", "kernels", "scripts", "CMakeLists.txt"):
         for p in ([os.path.join(ROOT, top)] if top.endswith(".txt") else
@@ -271,7 +271,7 @@ def check_env():
                     everything += f.read()
     for v in sorted(rows):
         if v not in everything:
-            fail(f"README.md: the variables table lists {v}, which nothing in lib/, apps/, kernels/ or scripts/ reads")
+            fail(f"docs/environment.md: the variables table lists {v}, which nothing in lib/, apps/, kernels/ or scripts/ reads")
 
 
 def schema_fields(node, path, out):
@@ -311,26 +311,26 @@ def check_schema():
 
 
 def check_scripts_listed():
-    readme = read("README.md")
+    readme = read("docs/usage.md")
     for name in sorted(os.listdir(os.path.join(ROOT, "scripts"))):
         path = os.path.join(ROOT, "scripts", name)
         if os.path.isfile(path) and os.access(path, os.X_OK) and f"scripts/{name}" not in readme:
-            fail(f"README.md: scripts/{name} (an executable in scripts/) is not named (add it to the scripts table)")
+            fail(f"docs/usage.md: scripts/{name} (an executable in scripts/) is not named (add it to the scripts table)")
 
 
 def check_exit_codes():
     src = read("lib/include/mori/symm/base/error.hpp")
     m = re.search(r"enum class ExitCode[^{]*\{([^}]*)\}", src)
     codes = {int(v) for v in re.findall(r"=\s*(\d+)", m.group(1))} if m else set()
-    readme = read("README.md")
+    readme = read("docs/usage.md")
     t = re.search(r"^\| exit \|.*?(?=^\s*$)", readme, flags=re.M | re.S)
     rows = {int(c) for c in re.findall(r"^\|\s*(\d+)\s*\|", t.group(0), flags=re.M)} if t else set()
     if not t:
-        fail("README.md: no exit-code table (a table whose first column is 'exit')")
+        fail("docs/usage.md: no exit-code table (a table whose first column is 'exit')")
     for c in sorted(codes - rows):
-        fail(f"README.md: exit code {c} (ExitCode in lib/include/mori/symm/base/error.hpp) is not in the exit-code table")
+        fail(f"docs/usage.md: exit code {c} (ExitCode in lib/include/mori/symm/base/error.hpp) is not in the exit-code table")
     for c in sorted(rows - codes):
-        fail(f"README.md: the exit-code table lists {c}, which ExitCode does not define")
+        fail(f"docs/usage.md: the exit-code table lists {c}, which ExitCode does not define")
 
 
 def slug(heading):

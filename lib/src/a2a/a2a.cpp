@@ -16,6 +16,7 @@
 #include "mori/symm/a2a/plan.hpp"
 #include "mori/symm/base/detail/fault.hpp"
 #include "mori/symm/base/detail/text.hpp"
+#include "mori/symm/base/env.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/log.hpp"
 #include "mori/symm/base/report.hpp"
@@ -54,7 +55,7 @@ detail::DevicePlacement find_placement(Runtime& rt, Bootstrap& boot, const Devic
                                        bool host_runtime, bool* time_sliced) {
   const bool cuda = rt.platform() == Platform::cuda;
   const int nvml_mig = cuda && !info.pci_bus_id.empty() ? detail::nvml_device(info.pci_bus_id).mig_mode : -1;
-  const bool mig = detail::mig_instance(rt.platform(), std::getenv("CUDA_VISIBLE_DEVICES"), nvml_mig);
+  const bool mig = detail::mig_instance(rt.platform(), env_read("CUDA_VISIBLE_DEVICES"), nvml_mig);
   const detail::RankPlace mine =
       detail::rank_place(boot.node_of(boot.rank()), info, device, mps_active(), mig);
   const detail::DevicePlacement pl =
@@ -92,7 +93,7 @@ struct A2aBench::Impl {
     refuse_time_slicing();
     facts.platform = rt.platform();
     facts.device = info;
-    const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    const char* share = env_read("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     facts.mps_thread_share = share && *share && std::atof(share) < 100;
     facts.resident_blocks = [this](const PushSpec& s) { return eng->resident_blocks(s); };
     // Test-only, the job's (armed for rank 0, read by every rank): the plan of distinct GPUs on a shared one.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/base/detail/fault.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <unistd.h>
 
@@ -35,7 +36,7 @@ constexpr std::uint64_t kMaxDelayNs = 10'000'000'000ull;  // 10 s
 
 // MORI_FAULT_DELAY_NS as a whole number of nanoseconds in 1..10 s; 0 when unset or empty; -1 when malformed.
 std::int64_t parse_delay_ns() {
-  const char* v = std::getenv("MORI_FAULT_DELAY_NS");
+  const char* v = env_read("MORI_FAULT_DELAY_NS");
   if (!v || !*v) return 0;
   const std::string s(v);
   if (s.size() > 11 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
@@ -153,7 +154,7 @@ bool teardown_pattern(const std::string& p) {
 
 // The spec of this process, parsed once (the variable is read once, at the first call).
 const Spec& the_spec() {
-  static const Spec spec = parse_spec(std::getenv("MORI_FAULT"));
+  static const Spec spec = parse_spec(env_read("MORI_FAULT"));
   return spec;
 }
 
@@ -180,7 +181,7 @@ void validate_fault_spec() {
       throw UsageError(std::string("MORI_FAULT: ") + kSlowKernel + " needs MORI_FAULT_DELAY_NS" +
                        " (the delay in nanoseconds, 1.." + std::to_string(kMaxDelayNs) + ")");
   if (parse_delay_ns() < 0)
-    throw UsageError(std::string("MORI_FAULT_DELAY_NS: '") + std::getenv("MORI_FAULT_DELAY_NS") +
+    throw UsageError(std::string("MORI_FAULT_DELAY_NS: '") + env_read("MORI_FAULT_DELAY_NS") +
                      "' is not a whole number of nanoseconds in 1.." + std::to_string(kMaxDelayNs) +
                      " (10 s)");
 #endif

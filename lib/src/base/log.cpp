@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/base/log.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ void init(const std::string& level) {
   (void)once;
   std::string lvl = level;
   if (lvl.empty()) {
-    const char* env = std::getenv("MORI_LOG_LEVEL");
+    const char* env = env_read("MORI_LOG_LEVEL");
     lvl = env && *env ? env : "info";
   }
   spdlog::set_level(parse_level(lvl));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/base/report.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <sys/stat.h>
 
@@ -23,7 +24,7 @@ std::string utc_now() {
 }
 
 bool mps_active() {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const char* dir = env_read("CUDA_MPS_PIPE_DIRECTORY");
   std::string control = std::string(dir && *dir ? dir : "/tmp/nvidia-mps") + "/control";
   struct stat st {};
   return stat(control.c_str(), &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));

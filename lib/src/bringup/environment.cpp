@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -49,7 +50,7 @@ void copy(char* dst, std::size_t n, const std::string& s) {
 }
 
 const char* test_override(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = env_read(name);
   return v && *v ? v : nullptr;
 }
 
@@ -63,7 +64,7 @@ std::vector<std::string> container_hints() {
   std::vector<std::string> h;
   if (exists("/.dockerenv")) h.push_back("/.dockerenv");
   if (exists("/run/.containerenv")) h.push_back("/run/.containerenv");
-  if (const char* c = std::getenv("container"); c && *c) h.push_back(std::string("$container=") + c);
+  if (const char* c = env_read("container"); c && *c) h.push_back(std::string("$container=") + c);
   std::string cgroup;
   try {
     cgroup = read_file("/proc/1/cgroup", kSystemFile);
@@ -218,7 +219,7 @@ Json environment_json(Runtime* rt, const std::vector<RankFacts>& ranks) {
     e["kernel"] = nullptr;
   const auto hints = container_hints();
   e["container"] = {{"detected", !hints.empty()}, {"hints", hints}};
-  const char* pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const char* pipe = env_read("CUDA_MPS_PIPE_DIRECTORY");
   e["mps"] = {{"active", mps_active()}, {"pipe_directory", pipe && *pipe ? pipe : "/tmp/nvidia-mps"}};
   e["imex_channel_present"] = imex_channel_present();
   e["nvidia_caps_present"] = exists("/dev/nvidia-caps");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/comm/launcher.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <mpi.h>
 
@@ -60,7 +61,7 @@ std::string fix_for(const std::string& library) {
 
 std::optional<LauncherClaim> launcher_claim() {
   for (const auto& s : kSources) {
-    const char* v = std::getenv(s.variable);
+    const char* v = env_read(s.variable);
     if (!v) continue;
     return LauncherClaim{s.variable, s.launcher, parse_tasks(s.variable, v)};
   }
@@ -86,7 +87,7 @@ void check_launcher_world(int mpi_world) {
   // outer launcher may well have started fewer or more tasks (docs/setup.md, "Launching").
   if (claim && mpi_world == 1 && claim->tasks == 1)
     for (const auto& s : kSources) {
-      const char* v = std::getenv(s.variable);
+      const char* v = env_read(s.variable);
       if (!v || parse_tasks(s.variable, v) == 1) continue;
       also = "; " + claim->variable + "=1 (" + claim->launcher + ") says one, but the launchers disagree";
       claim = LauncherClaim{s.variable, s.launcher, parse_tasks(s.variable, v)};

@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "mori/symm/base/detail/poll.hpp"
+#include "mori/symm/base/env.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/base/log.hpp"
 
@@ -104,15 +105,15 @@ std::string manifest_text(const std::string& image, const std::string& names) {
 // The root (cache.hpp): "" with *why where there is none.
 std::string cache_root(std::string* why) {
   std::string root;
-  if (const char* d = std::getenv("MORI_JIT_CACHE_DIR"); d && *d) {
+  if (const char* d = env_read("MORI_JIT_CACHE_DIR"); d && *d) {
     root = d;  // asked for explicitly: created when missing
   } else {
     // Under $HOME (or $XDG_CACHE_HOME) only when that folder exists: the JIT never creates a home. A relative
     // XDG_CACHE_HOME is invalid and ignored, as the XDG Base Directory specification says (it would put the
     // cache under whatever folder the job was started in).
     std::error_code ec;
-    const char* home = std::getenv("HOME");
-    const char* xdg_env = std::getenv("XDG_CACHE_HOME");
+    const char* home = env_read("HOME");
+    const char* xdg_env = env_read("XDG_CACHE_HOME");
     const bool xdg_relative = xdg_env && *xdg_env && xdg_env[0] != '/';
     const char* xdg = xdg_relative ? nullptr : xdg_env;
     if (xdg_relative) spdlog::debug("jit: XDG_CACHE_HOME '{}' is not an absolute path; ignored", xdg_env);

@@ -2,6 +2,7 @@
 // The kernel JIT (jit.hpp; lib/README.md, JIT cache): kernel sources and their cache key, compiling through
 // the run-time compiler, and the kernels this process loaded. The on-disk cache is in cache.cpp.
 #include "mori/symm/jit/jit.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -29,7 +30,7 @@ using detail::load_entry;
 using detail::publish_entry;
 
 bool env_on(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = env_read(name);
   if (!v || !*v) return false;
   std::string s(v);
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
@@ -62,7 +63,7 @@ std::string hash_hex(const std::vector<std::string>& parts) {
 }
 
 std::string kernel_dir() {
-  if (const char* d = std::getenv("MORI_KERNEL_DIR"); d && *d) {
+  if (const char* d = env_read("MORI_KERNEL_DIR"); d && *d) {
     if (!fs::is_directory(d)) throw UsageError(std::string("MORI_KERNEL_DIR: '") + d + "' is not a folder");
     return d;
   }
@@ -81,7 +82,7 @@ std::string kernel_dir() {
 }
 
 std::string target_arch(Runtime& rt, int device) {
-  if (const char* a = std::getenv("MORI_GPU_ARCHS"); a && *a) {
+  if (const char* a = env_read("MORI_GPU_ARCHS"); a && *a) {
     std::string s(a);
     return s.substr(0, s.find(','));
   }

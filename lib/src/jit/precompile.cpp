@@ -3,6 +3,7 @@
 // cache folder checked before any is made, then the kernel catalog compiled into the cache, files and archs
 // at once on the cores this process may use.
 #include "mori/symm/jit/precompile.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <sched.h>
 
@@ -268,7 +269,7 @@ Precompiled precompile_kernels(Runtime& rt, int device, const PrecompileOptions&
                                const std::function<void(const std::string&)>& print) {
   std::string archs = o.archs;
   if (archs.empty())
-    if (const char* a = std::getenv("MORI_GPU_ARCHS"); a && *a) archs = a;
+    if (const char* a = env_read("MORI_GPU_ARCHS"); a && *a) archs = a;
   if (archs.empty() && rt.platform() != Platform::host) archs = rt.device_info(device).arch;
   if (archs.empty())
     throw UsageError("--jit-precompile: name the archs with --archs or MORI_GPU_ARCHS (e.g. sm_90)");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/platform/runtime.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <sys/stat.h>
 
@@ -10,17 +11,17 @@
 namespace mori::symm {
 
 void prepare_process_environment() noexcept {
-  const char* home = std::getenv("HOME");
+  const char* home = env_read("HOME");
   struct stat st {};
   if (!home || !*home || (stat(home, &st) == 0 && S_ISDIR(st.st_mode))) return;
   // The NVIDIA libraries keep a cache under $HOME/.nv and create that path when they start; the kernels are
   // cubins the driver need not cache.
-  if (const char* cache = std::getenv("CUDA_CACHE_PATH"); !(cache && *cache))
+  if (const char* cache = env_read("CUDA_CACHE_PATH"); !(cache && *cache))
     setenv("CUDA_CACHE_DISABLE", "1", 0);
   // MPI_Init discovers the topology with hwloc, whose OpenCL component loads every OpenCL driver; one of them
   // (pocl, found on the GPU machine) makes its kernel cache under $HOME/.cache. The topology MPI needs has no
   // OpenCL devices in it.
-  if (!std::getenv("HWLOC_COMPONENTS")) setenv("HWLOC_COMPONENTS", "-opencl", 0);
+  if (!env_read("HWLOC_COMPONENTS")) setenv("HWLOC_COMPONENTS", "-opencl", 0);
 }
 
 const char* to_string(Platform p) noexcept {

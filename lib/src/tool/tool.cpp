@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mori/symm/tool/tool.hpp"
+#include "mori/symm/base/env.hpp"
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -81,7 +82,7 @@ void add_common(CLI::App& app, CommonOptions& o) {
                  "are different load/store teams");
 }
 
-// One rule for every option of every tool that takes a value (README, "Common options"): an empty
+// One rule for every option of every tool that takes a value (docs/usage.md, "Common options"): an empty
 // value is a usage error, never "not given" (a `--json "$OUT"` with OUT unset must not pass with no report);
 // a count is decimal digits, as a size is (no hex, no leading space or sign but '-'); and a float is a plain
 // decimal number (is_plain_decimal: no hex, no blank, no inf or nan).
@@ -113,7 +114,7 @@ void validate_common(CommonOptions& o) {
   parse_backend(o.backend);
   check_output_path("--json", o.json);
   if (o.node_id.empty()) {
-    const char* env = std::getenv("MORI_NODE_ID");
+    const char* env = env_read("MORI_NODE_ID");
     if (env) o.node_id = env;
   }
   check_node_id(o.node_id);
@@ -377,9 +378,9 @@ void start_runtime(ToolEnv& env, const ToolSpec& spec) {
   spdlog::debug("{}: runtime {}, device {} of {}", spec.name, to_string(env.rt->platform()), env.device, n);
 }
 
-// The one place where a typed error becomes an exit code (README, exit codes): one line naming it, and where
-// a bound expired, wherever (the bootstrap included), the tool's report of what happened, without waiting for
-// its peers.
+// The one place where a typed error becomes an exit code (docs/usage.md, "Exit codes"): one line naming it,
+// and where a bound expired, wherever (the bootstrap included), the tool's report of what happened, without
+// waiting for its peers.
 int exit_code_of(const Error& e, ToolEnv& env, const ToolSpec& spec) {
   // Option values and paths in the message are the user's bytes: escaped, so that the error stays one line
   // and a value cannot drive the terminal (docs/reliability.md, "Echoed text").

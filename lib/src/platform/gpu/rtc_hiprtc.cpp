@@ -5,6 +5,8 @@
 #include <glob.h>
 #include <hip/hiprtc.h>
 
+#include "mori/symm/base/env.hpp"
+
 #include <cstdlib>
 
 #include "../rtc_impl.hpp"
@@ -14,7 +16,7 @@ namespace mori::symm::detail {
 MORI_RTC_CHECK_HEADER(hiprtc, GetCodeSize, GetCode)
 
 std::unique_ptr<RuntimeCompiler> load_hiprtc(std::string* why) {
-  const char* rocm = std::getenv("ROCM_PATH");
+  const char* rocm = env_read("ROCM_PATH");
   RtcLibrary hiprtc;
   hiprtc.name = "hiprtc";
   hiprtc.arch_option = "--offload-arch=";

@@ -2,6 +2,8 @@
 // NVRTC through dlopen: the NVIDIA half of the kernel JIT. The header only checks the shared API table.
 #include <nvrtc.h>
 
+#include "mori/symm/base/env.hpp"
+
 #include <cstdlib>
 
 #include "../rtc_impl.hpp"
@@ -11,8 +13,8 @@ namespace mori::symm::detail {
 MORI_RTC_CHECK_HEADER(nvrtc, GetCUBINSize, GetCUBIN)
 
 std::unique_ptr<RuntimeCompiler> load_nvrtc(std::string* why) {
-  const char* cuda_home = std::getenv("CUDA_HOME");
-  const char* cuda_path = std::getenv("CUDA_PATH");
+  const char* cuda_home = env_read("CUDA_HOME");
+  const char* cuda_path = env_read("CUDA_PATH");
   RtcLibrary nvrtc;
   nvrtc.name = "nvrtc";
   // NVRTC wants this spelling; "-arch=sm_90" is refused as an invalid option.

@@ -7,7 +7,7 @@
 
 namespace mori::symm {
 
-// Exit codes of every tool (README, "Common options, environment, exit codes").
+// Exit codes of every tool (docs/usage.md, "Exit codes").
 enum class ExitCode : int { ok = 0, check_failed = 1, usage = 2, runtime = 3, timeout = 4 };
 
 class Error : public std::runtime_error {

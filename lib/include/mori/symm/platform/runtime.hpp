@@ -192,7 +192,7 @@ std::unique_ptr<Runtime> make_host_runtime();
 std::unique_ptr<Runtime> make_gpu_runtime(std::string* why_not);
 // Before MPI or any GPU library starts (MPI's own components may initialise the GPU driver), and again where
 // a GPU library is loaded (idempotent): where HOME is set but is not a folder, keeps what those libraries
-// load from creating it, since the tools never create a home (README "Environment variables"):
+// load from creating it, since the tools never create a home (docs/environment.md):
 // CUDA_CACHE_DISABLE=1 unless CUDA_CACHE_PATH is set, HWLOC_COMPONENTS=-opencl; a value the user set is kept.
 void prepare_process_environment() noexcept;
 

@@ -83,7 +83,8 @@ void refresh_meta(ToolEnv& env, Json& meta);
 // Throws UsageError if `path` cannot be written (its folder is missing or not writable). "-" and "" pass.
 void check_output_path(const std::string& option, const std::string& path);
 
-// Whether text is a plain decimal number, as a float option takes it (README, Common options): an optional
+// Whether text is a plain decimal number, as a float option takes it (docs/usage.md, "Common options"): an
+// optional
 // '-', digits with an optional '.', an optional exponent (e or E, an optional sign, digits); no blank, no
 // '+', no hex, no inf or nan. tool_main holds every FLOAT option of every tool to it; an option that reads
 // its number from a string checks it with check_plain_decimal.
