@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """mori-probe --health on the host runtime under mpirun (docs/mori-probe.md "Health"): a clean run exits 0 with a
 verdict per check in health[]; a pair slowed by the test-only fault matrix.slow-pair is named and the run exits 1;
-an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file.
+an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file; a job
+of two simulated nodes gives its verdict with the all-to-all not run, saying why.
 
 usage: health_test.py BIN_DIR VALIDATE_JSON MPIRUN...
 """
@@ -13,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.py
-from harness import check, finish, tool_job  # noqa: E402
+from harness import check, finish, job, tool_job, with_env  # noqa: E402
 
 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
     print(__doc__)
@@ -106,6 +107,19 @@ rc, out, doc = run(2, ["--expect", impossible, "--expect-only"])
 rd = verdicts(doc, "expect.read_gbps")
 check("--expect-only drops ours: read_gbps has no reference",
       rc == 1 and bool(rd) and all(c["verdict"] == "no_reference" for c in rd), out)
+
+# Two simulated nodes of 2 ranks (MORI_NODE_ID): the verdict and the report come, the all-to-all is not run with
+# its reason (it runs within one load/store team), every other check holds (it exited 2 with no verdict before).
+out2 = os.path.join(TMP, "two-nodes.json")
+side = [PROBE, "--backend", "host", "--timeout-s", "30", *FAST, "--json", out2]
+rc, out = job([*MPIRUN, "-n", "2", *with_env(["MORI_NODE_ID=a"], side), ":", "-n", "2",
+               *with_env(["MORI_NODE_ID=b"], side)])[:2]
+doc = json.load(open(out2)) if os.path.exists(out2) else None
+a2a = verdicts(doc, "a2a.verified")
+check("--health on two nodes exits 0 with its verdict and report", rc == 0 and doc is not None
+      and "health: ok" in out, out)
+check("... the all-to-all not run, saying why", len(a2a) == 1 and a2a[0]["verdict"] == "no_reference"
+      and "spans 2 nodes" in a2a[0]["detail"], json.dumps(a2a) + out)
 
 # A malformed expectations file: exit 2, one line naming the file, no JSON written.
 for label, content in (("not JSON", "{ nope"),

@@ -85,7 +85,7 @@ struct A2aBench::Impl {
       : rt(r), boot(b), device(dev), cfg(c), me(b.rank()), world(b.world()), info(r.device_info(dev)) {
     const bool host = rt.platform() == Platform::host;
     if (boot.team_size() != world)
-      throw UsageError("mori-a2a: every rank must be in one load/store team (this job spans " +
+      throw UsageError("the all-to-all: every rank must be in one load/store team (this job spans " +
                        std::to_string(boot.num_nodes()) + " nodes)");
     placement = find_placement(rt, boot, info, device, host, &time_sliced);
     detail::refuse_mig(placement);  // before anything reads the parent GPU's PCI bus id as a device

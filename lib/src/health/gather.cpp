@@ -99,6 +99,13 @@ std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const 
     f.not_run = "one rank: no peers";
     return {f};
   }
+  if (boot.team_size() != boot.world()) {  // the all-to-all's window lives in one load/store team
+    f.not_run =
+        "the job spans " + std::to_string(boot.num_nodes()) +
+        " nodes and the all-to-all runs within one load/store team (a per-node all-to-all is not built "
+        "yet)";
+    return {f};
+  }
   std::map<std::string, int> per_gpu;
   bool all_mps = true;
   for (const auto& r : facts) {
