@@ -333,3 +333,23 @@ TEST(A2aPlan, EveryTableCaseHasItsTest) {
     EXPECT_NE(std::find(tests.begin(), tests.end(), c.at("test").get<std::string>()), tests.end())
         << c.at("name").get<std::string>();
 }
+
+// The sweep is data (a2a_row_plans): sync modes, then device sync's protocols, each over the addressing
+// models, then the graph rows; the order the reports have always had.
+TEST(A2aPlan, RowPlansInTheReportsOrder) {
+  A2aConfig c;
+  c.graph = 16;
+  const auto rows = a2a_row_plans(c, {Protocol::direct, Protocol::copy});
+  std::vector<std::string> got;
+  for (const auto& r : rows)
+    got.push_back(std::string(to_string(r.sync)) + "/" + to_string(r.protocol) + "/" +
+                  to_string(r.addressing) + "/" + std::to_string(r.graph_iters));
+  EXPECT_EQ(got, (std::vector<std::string>{"host/simple/ptr/0", "host/simple/lsa/0", "device/direct/ptr/0",
+                                           "device/direct/lsa/0", "device/copy/ptr/0", "device/copy/lsa/0",
+                                           "device/direct/ptr/16", "device/direct/lsa/16",
+                                           "device/copy/ptr/16", "device/copy/lsa/16"}));
+  c.graph = 0;
+  c.syncs = {SyncMode::device};
+  c.addressing = {Addressing::lsa};
+  EXPECT_EQ(a2a_row_plans(c, {Protocol::simple}).size(), 1u);
+}

@@ -377,14 +377,8 @@ std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&
     detail::Timer t = m.timer(0);
     const A2aChunkPlan plan = a2a_chunk_plan(m.cfg, m.facts, chunk);
     const Ceiling ceiling = detail::measure_ceiling(t, m.layout(chunk), plan.ceiling_copies, m.world);
-    const auto& protocols = plan.protocols;
-    for (SyncMode s : m.cfg.syncs)
-      for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})
-        for (Addressing a : m.cfg.addressing) out.push_back(m.run_row(plan, a, s, pr, 0, ceiling));
-    if (m.cfg.graph > 0)
-      for (Protocol pr : protocols)
-        for (Addressing a : m.cfg.addressing)
-          out.push_back(m.run_row(plan, a, SyncMode::device, pr, m.cfg.graph, ceiling));
+    for (const A2aRowPlan& row : plan.rows)
+      out.push_back(m.run_row(plan, row.addressing, row.sync, row.protocol, row.graph_iters, ceiling));
     if (m.me == 0 && progress) {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "chunk %zu B done: ceiling %.1f GB/s (%s%s, spread %.1f%%)", chunk,

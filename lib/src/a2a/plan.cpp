@@ -323,10 +323,22 @@ detail::PushSpec a2a_push_plan(const A2aConfig& cfg, const A2aFacts& f, Addressi
   return s;
 }
 
+std::vector<A2aRowPlan> a2a_row_plans(const A2aConfig& cfg, const std::vector<Protocol>& protocols) {
+  std::vector<A2aRowPlan> rows;
+  for (SyncMode s : cfg.syncs)
+    for (Protocol pr : s == SyncMode::device ? protocols : std::vector<Protocol>{Protocol::simple})
+      for (Addressing a : cfg.addressing) rows.push_back({s, pr, a, 0});
+  if (cfg.graph > 0)
+    for (Protocol pr : protocols)
+      for (Addressing a : cfg.addressing) rows.push_back({SyncMode::device, pr, a, cfg.graph});
+  return rows;
+}
+
 A2aChunkPlan a2a_chunk_plan(const A2aConfig& cfg, const A2aFacts& f, std::size_t chunk) {
   A2aChunkPlan p;
   p.chunk = chunk;
   p.protocols = a2a_protocols(cfg, chunk, policy_one_per_device(f), world_of(f));
+  p.rows = a2a_row_plans(cfg, p.protocols);
   p.table_world = table_cell_of(f).world;
   p.table_device = table_cell_of(f).device;
   p.ceiling_copies = {a2a_push_plan(cfg, f, Addressing::ptr, false, chunk, Protocol::simple, false)};

@@ -114,9 +114,23 @@ int a2a_table_device_distance(const A2aTableCell& c, const DeviceInfo& device);
 std::string a2a_table_note(const A2aFacts& f);
 
 // One chunk's plan.
+// One row of a chunk's sweep: what it runs (its kernel shape is a2a_push_plan's).
+struct A2aRowPlan {
+  SyncMode sync = SyncMode::host;
+  Protocol protocol = Protocol::simple;  // host sync: simple (it signals nothing)
+  Addressing addressing = Addressing::ptr;
+  int graph_iters = 0;  // 0: launched one by one
+};
+
+// The sweep of one chunk, as data: every sync mode of the options with, for device sync, every protocol, each
+// over every addressing model, launched one by one; then, with --graph K, device sync's protocols and
+// addressing models again in a graph of K. The rows of a report come in this order.
+std::vector<A2aRowPlan> a2a_row_plans(const A2aConfig& cfg, const std::vector<Protocol>& protocols);
+
 struct A2aChunkPlan {
   std::size_t chunk = 0;
   std::vector<Protocol> protocols;               // the device-sync rows' protocols (as given, else auto)
+  std::vector<A2aRowPlan> rows;                  // the sweep, in the report's order (a2a_row_plans)
   std::vector<detail::PushSpec> ceiling_copies;  // SM-copy shapes the ceiling measures (auto first)
   PhysicalLimit physical;
   int table_world = 0;       // the world the automatic tables' cell was measured at ("table_world" in a row)
