@@ -12,6 +12,7 @@
 #include "mori/symm/base/fds.hpp"
 #include "mori/symm/base/log.hpp"
 #include "mori/symm/base/report.hpp"
+#include "mori/symm/base/units.hpp"
 #include "mori/symm/comm/setup_cost.hpp"
 #include "mori/symm/tool/tool.hpp"
 

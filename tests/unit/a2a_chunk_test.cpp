@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/chunk.hpp"
 #include "mori/symm/base/error.hpp"
 #include "usage_error.hpp"

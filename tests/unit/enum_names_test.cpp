@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/plan.hpp"
 #include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/outcome.hpp"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/chunk.hpp"
 #include "mori/symm/a2a/plan.hpp"
 #include "mori/symm/base/enum_names.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/jit/detail/kernel_abi.hpp"
 
 namespace mori::symm {
