@@ -7,6 +7,8 @@ from .options import UsageError
 from .report import SCHEMA
 from .rows import is_mori_row, mode
 
+# Spelled, not the row table's role "reference" (row_fields.py): ceiling_graph, ceiling_spread and ceilings describe
+# how mori-a2a's own ceiling was measured (its rounds), not a reference an external row may borrow.
 REFERENCE_FIELDS = ("push_only_us", "sync_only_us", "ceiling_bw_gbps", "ceiling_kind", "physical_bw_gbps",
                     "physical_source")
 

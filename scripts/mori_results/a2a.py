@@ -10,12 +10,12 @@ Runs are grouped only within one revision (group_runs).
 """
 import os
 import statistics
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, fields, make_dataclass
 
 from .constants import MORI_ADDRESSING, MUTANT_FAULTS
 from .documents import load_documents
 from .errors import Malformed
-from .row_fields import identity_fields
+from .row_fields import identity_fields, row_fields
 
 
 class _Absent:
@@ -95,32 +95,28 @@ def fmt_chunk(b):
     return f"{b >> 10} KiB" if b >= 1024 and b % 1024 == 0 else f"{b} B"
 
 
-@dataclass
-class Row:
-    identity: Identity
-    index: int
-    chunk_bytes: int
-    addressing: str
-    sync: str
-    graph: bool
-    graph_iters: int
-    protocol: object
-    samples: object
-    iters: object
-    wrong: int
-    p50: object
-    p95: object
-    push_only_us: object
-    sync_only_us: object
-    total_bw_gbps: object
-    agg_bw_gbps: object
-    busbw_gbps: object
-    ceiling_bw_gbps: object
-    error: object
-    source: object
-    system: str
-    raw: dict = field(repr=False)
+# The row: one attribute per field of the row table (row_fields.py), in its order, then what the reader adds. A
+# field the document does not record reads None, as does one it records as null (graph_iters too; the identity
+# reads a missing one as 0); `recorded` names the fields the document holds, for a check that tells the two apart.
+# Values are as _load_row checked them; a field it has no rule for (placement, l2_resident, ...; the settings of
+# another system's row; protocol before mori.a2a/2) is the document's value as it stands. Rows of other systems
+# (scripts/compare's nccl-tests and torch rows) have the same attributes; what else they record is not read.
+_NUMBERS = ("push_only_us", "sync_only_us", "ceiling_bw_gbps", "physical_bw_gbps", "ceiling_spread", "ceiling_ratio",
+            "algbw_gbps")
+_BANDWIDTHS = ("total_bw_gbps", "agg_bw_gbps", "busbw_gbps")  # positive in a measured row
+_ROW_TYPES = {"chunk_bytes": int, "addressing": str, "sync": str, "graph": bool, "graph_iters": int, "iters": int,
+              "samples": int, "time_us": dict, "wrong": int, "ceiling_kind": str, "physical_source": str,
+              "ceilings": list} | {n: float for n in _NUMBERS + _BANDWIDTHS}  # the rest: object
 
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One round of the row's ceiling (ceilings[]): its round and bandwidth, None where not recorded."""
+    round: object
+    gbps: object
+
+
+class _RowMethods:
     @property
     def is_mori(self):
         return self.addressing in MORI_ADDRESSING
@@ -131,6 +127,14 @@ class Row:
 
     def metric(self, name):
         return getattr(self, name) if name != "time_p95_us" else self.p95
+
+
+Row = make_dataclass(
+    "Row", [("identity", Identity), ("index", int), *((n, _ROW_TYPES.get(n, object)) for n in row_fields()),
+            ("p50", object), ("p95", object),  # time_us.p50 and .p95
+            ("error", object), ("source", object), ("system", str),  # system_of(addressing, source)
+            ("recorded", frozenset)], bases=(_RowMethods,))
+Row.__module__ = __name__
 
 
 @dataclass
@@ -310,67 +314,64 @@ def _load_run(document):
     fault = env.get("MORI_FAULT") or ABSENT
     gpus = _gpus(path, meta.obj, ranks)
     rpg = world // gpus if world % gpus == 0 else f"{world}/{gpus}"
-    device = ranks[0]["device_name"]
-    v = document.version
-    rows = []
-    for i, r in enumerate(results):
-        f = _Fields(path, f"results[{i}]", r)
-        addressing = f.get("addressing", "str")
-        source = f.get("source", "str", required=False, default=None, nullable=True)
-        error = f.get("error", "str", required=False, default=None, nullable=True)
-        system = system_of(addressing, source)
-        chunk = f.get("chunk_bytes", "count")
-        if chunk == 0:
-            f.fail("chunk_bytes", "zero")
-        graph = f.get("graph", "bool")
-        graph_iters = f.get("graph_iters", "count", required=False, default=0)
-        sync = f.get("sync", "str")
-        protocol = f.get("protocol", "str", required=False) if v >= 2 else ABSENT
-        wrong = f.get("wrong", "count")
-        t = f.get("time_us", "object", required=error is None, default=None, nullable=error is not None)
-        p50 = p95 = None
-        if t is not None:
-            tf = _Fields(path, f"results[{i}].time_us", t)
-            for k in ("min", "p95", "max", "mean"):
-                tf.get(k, "number", required=False, nullable=True)
-            # A measured row has a positive time; a failed row (error set) may have none.
-            p50 = tf.get("p50", "positive", required=error is None, default=None, nullable=error is not None)
-            p95 = tf.get("p95", "positive", required=False, default=None, nullable=True)
-        nums = {}
-        for k in ("push_only_us", "sync_only_us", "ceiling_bw_gbps", "physical_bw_gbps", "ceiling_spread",
-                  "ceiling_ratio", "algbw_gbps"):
-            nums[k] = f.get(k, "number", required=False, default=None, nullable=True)
-        for k in ("total_bw_gbps", "agg_bw_gbps", "busbw_gbps"):
-            # bandwidths of a measured row are positive: a zero is not a measurement
-            nums[k] = f.get(k, "positive" if error is None else "number", required=False, default=None,
-                            nullable=True)
-        samples = f.get("samples", "count", required=False, default=None)
-        iters = f.get("iters", "count", required=False, default=None)
-        extra = {}
-        for k in SETTINGS:
-            extra[k] = f.get(k, "scalar", required=False) if system == "mori-a2a" else ABSENT
-            if extra[k] is None:
-                extra[k] = ABSENT
-        for k in ("ceiling_kind", "physical_source"):
-            f.get(k, "str", required=False, nullable=True)
-        if "ceilings" in r:
-            for j, c in enumerate(f.get("ceilings", "array")):
-                cf = _Fields(path, f"results[{i}].ceilings[{j}]", c)
-                cf.get("round", "count", required=False)
-                cf.get("gbps", "number", required=False, nullable=True)
-        ident = Identity(version=v, system=system if system == "mori-a2a" else f"{system}",
-                         platform=platform, device=device, gpus=gpus, world=world, ranks_per_gpu=rpg, mps=mps,
-                         chunk_bytes=chunk, addressing=addressing, sync=sync, protocol=protocol,
-                         graph=graph_iters if graph else 0, kernel_dir=kernel_dir, fault=fault, **extra)
-        rows.append(Row(identity=ident, index=i, chunk_bytes=chunk, addressing=addressing, sync=sync, graph=graph,
-                        graph_iters=graph_iters, protocol=protocol, samples=samples, iters=iters, wrong=wrong,
-                        p50=p50, p95=p95, push_only_us=nums["push_only_us"], sync_only_us=nums["sync_only_us"],
-                        total_bw_gbps=nums["total_bw_gbps"], agg_bw_gbps=nums["agg_bw_gbps"],
-                        busbw_gbps=nums["busbw_gbps"], ceiling_bw_gbps=nums["ceiling_bw_gbps"], error=error,
-                        source=source, system=system, raw=r))
-    return Run(path=path, version=v, tool=tool, revision=revision,
+    job = dict(version=document.version, platform=platform, device=ranks[0]["device_name"], gpus=gpus, world=world,
+               ranks_per_gpu=rpg, mps=mps, kernel_dir=kernel_dir, fault=fault)
+    rows = [_load_row(path, i, r, job) for i, r in enumerate(results)]
+    return Run(path=path, version=job["version"], tool=tool, revision=revision,
                time=meta.get("time", "str", required=False), start=_start(meta.obj), meta=meta.obj,
                config=config, rows=rows, wrong_total=wrong_total)
+
+
+def _load_row(path, i, r, job):
+    """The Row of results[i] (r), each field checked by its rule in the order the checks have always run (the first
+    failure is the one named); job: the identity's fields of the job."""
+    f, v, val = _Fields(path, f"results[{i}]", r), job["version"], {}
+    val["addressing"] = f.get("addressing", "str")
+    source = f.get("source", "str", required=False, default=None, nullable=True)
+    error = f.get("error", "str", required=False, default=None, nullable=True)
+    system = system_of(val["addressing"], source)
+    val["chunk_bytes"] = f.get("chunk_bytes", "count")
+    if val["chunk_bytes"] == 0:
+        f.fail("chunk_bytes", "zero")
+    val["graph"] = f.get("graph", "bool")
+    val["graph_iters"] = f.get("graph_iters", "count", required=False, default=None)
+    val["sync"] = f.get("sync", "str")
+    val["protocol"] = f.get("protocol", "str", required=False, default=None) if v >= 2 else r.get("protocol")
+    val["wrong"] = f.get("wrong", "count")
+    t = f.get("time_us", "object", required=error is None, default=None, nullable=error is not None)
+    p50 = p95 = None
+    if t is not None:
+        tf = _Fields(path, f"results[{i}].time_us", t)
+        for k in ("min", "p95", "max", "mean"):
+            tf.get(k, "number", required=False, nullable=True)
+        # A measured row has a positive time; a failed row (error set) may have none.
+        p50 = tf.get("p50", "positive", required=error is None, default=None, nullable=error is not None)
+        p95 = tf.get("p95", "positive", required=False, default=None, nullable=True)
+    val["time_us"] = t
+    for k in _NUMBERS:
+        val[k] = f.get(k, "number", required=False, default=None, nullable=True)
+    for k in _BANDWIDTHS:  # bandwidths of a measured row are positive: a zero is not a measurement
+        val[k] = f.get(k, "positive" if error is None else "number", required=False, default=None, nullable=True)
+    for k in ("samples", "iters"):
+        val[k] = f.get(k, "count", required=False, default=None)
+    for k in SETTINGS:  # checked in mori-a2a's rows only
+        val[k] = f.get(k, "scalar", required=False, default=None) if system == "mori-a2a" else r.get(k)
+    for k in ("ceiling_kind", "physical_source"):
+        val[k] = f.get(k, "str", required=False, default=None, nullable=True)
+    if "ceilings" in r:
+        val["ceilings"] = []
+        for j, c in enumerate(f.get("ceilings", "array")):
+            cf = _Fields(path, f"results[{i}].ceilings[{j}]", c)
+            val["ceilings"].append(Ceiling(round=cf.get("round", "count", required=False, default=None),
+                                           gbps=cf.get("gbps", "number", required=False, default=None,
+                                                       nullable=True)))
+    val.update((k, r.get(k)) for k in row_fields() if k not in val)  # no rule: the document's value
+    ident = Identity(**job, system=system, chunk_bytes=val["chunk_bytes"], addressing=val["addressing"],
+                     sync=val["sync"], protocol=ABSENT if v < 2 or val["protocol"] is None else val["protocol"],
+                     graph=(val["graph_iters"] or 0) if val["graph"] else 0,
+                     **{k: ABSENT if system != "mori-a2a" or val[k] is None else val[k] for k in SETTINGS})
+    return Row(identity=ident, index=i, **val, p50=p50, p95=p95, error=error, source=source, system=system,
+               recorded=frozenset(r))
 
 
 def baseline_evidence(document):

@@ -97,14 +97,14 @@ OPTIONS = (("blocks_per_peer", "--blocks-per-peer", 0), ("unroll", "--unroll", 0
 
 
 def run_options(runs):
-    """id(raw row) -> ((option, value), ...) the row's run pinned (OPTIONS), for a2a_lines."""
+    """id(row) -> ((option, value), ...) the row's run pinned (OPTIONS), for a2a_lines."""
     out = {}
     for run in runs:
         cfg = run.config or {}
         pinned = tuple((opt, cfg[key]) for key, opt, default in OPTIONS
                        if cfg.get(key, default) not in (default, None))
         for row in run.rows:
-            out[id(row.raw)] = pinned
+            out[id(row)] = pinned
     return out
 
 
@@ -113,7 +113,7 @@ def _config(ident, extra):
 
 
 def a2a_lines(rows, options=None):
-    """identity -> [raw rows] of one group -> [(configuration, {chunk: [raw rows]})], one entry per configuration:
+    """identity -> [rows] of one group -> [(configuration, {chunk: [rows]})], one entry per configuration:
     (field, value) pairs, CONFIG_FIELDS first, then the options the row's run pinned (options: run_options), then
     any identity field that must still tell two rows of a chunk apart."""
     extra = []
@@ -150,10 +150,6 @@ def _median(rs, get):
     return statistics.median(vs) if vs else None
 
 
-def _p50(r):
-    return (r.get("time_us") or {}).get("p50")
-
-
 def _chunk_axis(ax, chunks):
     ax.set_xscale("log", base=2)
     ax.set_xticks(chunks)
@@ -164,7 +160,7 @@ def _chunk_axis(ax, chunks):
 
 
 def a2a_figure(plt, g, rows, options=None):
-    """The plot of one table (group g, identity -> raw rows; options: run_options): p50 latency and total bandwidth
+    """The plot of one table (group g, identity -> rows; options: run_options): p50 latency and total bandwidth
     against chunk size, one line per configuration. -> (figure, [(label, configuration, {chunk: p50 us})])."""
     lines = a2a_lines(rows, options)
     chunks = sorted({i.chunk_bytes for i in rows})
@@ -182,11 +178,11 @@ def a2a_figure(plt, g, rows, options=None):
                      marker={"ptr": "o", "lsa": "s"}.get(dict(cfg)["addressing"], "x"),
                      linestyle="-" if dict(cfg)["addressing"] != "lsa" else "--", label=label,
                      gid=json.dumps([[f, None if v is ABSENT else v] for f, v in cfg]))
-        ys = [_median(pts[c], _p50) for c in xs]
+        ys = [_median(pts[c], lambda r: r.p50) for c in xs]
         lat.plot(xs, ys, **style)
-        bw.plot(xs, [_median(pts[c], lambda r: r.get("total_bw_gbps")) for c in xs], **style)
+        bw.plot(xs, [_median(pts[c], lambda r: r.total_bw_gbps) for c in xs], **style)
         shown.append((label, cfg, dict(zip(xs, ys))))
-    ceil = [_median([r for i in rows if i.chunk_bytes == c for r in rows[i]], lambda r: r.get("ceiling_bw_gbps"))
+    ceil = [_median([r for i in rows if i.chunk_bytes == c for r in rows[i]], lambda r: r.ceiling_bw_gbps)
             for c in chunks]
     if any(v is not None for v in ceil):
         bw.plot(chunks, ceil, "k-", linewidth=2.5, alpha=0.6, label="ceiling (same runs' copy, median)")

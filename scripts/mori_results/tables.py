@@ -10,10 +10,11 @@ import statistics
 import textwrap
 
 from .a2a import ABSENT, fmt_chunk, group_runs, load_run
-from .constants import CEILING_BOUND, MARK_BEGIN, MARK_END, MORI_ADDRESSING
+from .constants import CEILING_BOUND, MARK_BEGIN, MARK_END
 from .documents import load_document, load_documents
 from .errors import Malformed
 from .evidence import load_manifest, same_revision
+from .row_fields import row_fields
 
 INTRO = ("Medians over the runs of one revision of the p50 iteration time (us); `push alone` is the same push with "
          "no synchronisation and `sync alone` the synchronisation with no bytes, same launch mode; bandwidths in "
@@ -34,55 +35,43 @@ def num(v, f="{:.1f}"):
 
 def broken(r):
     """A row whose total beats its same-run ceiling by more than CEILING_BOUND (the ceiling is not a bound)."""
-    t, c = r.get("total_bw_gbps"), r.get("ceiling_bw_gbps")
+    t, c = r.total_bw_gbps, r.ceiling_bw_gbps
     return t is not None and bool(c) and t > CEILING_BOUND * c
-
-
-def mode(r):
-    return "graph" if r["graph"] else "eager"
-
-
-def system_of(r):
-    if r["addressing"] in MORI_ADDRESSING:
-        return "mori-a2a"
-    if r.get("source") == "nccl-tests":
-        return "nccl-tests"
-    return "torch" if r["addressing"] in ("nccl", "torch-symm") else r["addressing"]
 
 
 def system_label(r):
     """One label per system and configuration, the same for its graph and eager rows."""
-    s = system_of(r)
-    proto = r.get("protocol", "") or ""
+    s = r.system
+    proto = r.protocol or ""
     if s != "mori-a2a" and proto.endswith("-graph"):
         proto = proto[:-len("-graph")]
     if s == "mori-a2a":
-        return f"mori-a2a {r['addressing']} {r['sync']}-sync {proto}".strip()
+        return f"mori-a2a {r.addressing} {r.sync}-sync {proto}".strip()
     if s == "nccl-tests":
-        return f"nccl-tests {r['addressing']} {proto}".strip()
-    if r["addressing"] == "nccl":
+        return f"nccl-tests {r.addressing} {proto}".strip()
+    if r.addressing == "nccl":
         return f"NCCL all_to_all_single {proto}".strip()
-    return f"torch SymmetricMemory {r['sync']}-sync {proto}".strip()
+    return f"torch SymmetricMemory {r.sync}-sync {proto}".strip()
 
 
 def time_cell(r):
     """p50 of a row; a one-sample row (nccl-tests: one timer over all iterations) says it is a mean."""
-    t = (r.get("time_us") or {}).get("p50")
+    t = r.p50
     if t is None:
         return "-"
-    if int(r.get("samples", 0) or 0) == 1:
-        return f"{t:.2f} (mean of {r.get('iters', '?')})"
+    if (r.samples or 0) == 1:
+        return f"{t:.2f} (mean of {'?' if r.iters is None else r.iters})"
     return f"{t:.2f}"
 
 
 def ceiling_cell(rs):
-    c = med(rs, lambda r: r.get("ceiling_bw_gbps"))
+    c = med(rs, lambda r: r.ceiling_bw_gbps)
     if c is None:
         return "-"
-    kinds = sorted({str(r.get("ceiling_kind", "?")) for r in rs})
-    graphs = {r.get("ceiling_graph") for r in rs} - {None}
+    kinds = sorted({str(r.ceiling_kind) if "ceiling_kind" in r.recorded else "?" for r in rs})
+    graphs = {r.ceiling_graph for r in rs} - {None}
     g = "" if not graphs else (" graph" if graphs == {True} else (" plain" if graphs == {False} else " graph/plain"))
-    sp = med(rs, lambda r: r.get("ceiling_spread"))
+    sp = med(rs, lambda r: r.ceiling_spread)
     return f"{c:.0f} ({'/'.join(kinds)}{g}{'' if sp is None else f', ±{100 * sp:.1f}%'})"
 
 
@@ -126,37 +115,37 @@ def launch_cell(ident):
 
 
 def a2a_groups(runs):
-    """group -> identity -> [raw rows] over the mori-a2a runs (not comparisons), within one revision each."""
+    """group -> identity -> [rows] over the mori-a2a runs (not comparisons), within one revision each."""
     out = {}
     for (rev, ident), pairs in group_runs([r for r in runs if not r.is_comparison]).items():
         g = group_of(pairs[0][0], ident)
-        out.setdefault(g, {})[ident] = [row.raw for _, row in pairs]
+        out.setdefault(g, {})[ident] = [row for _, row in pairs]
     return out
 
 
 def a2a_table(rows):
-    """The lines of one group's table: identity -> raw rows."""
+    """The lines of one group's table: identity -> rows."""
     out = ["| chunk | addressing | sync | protocol | graph | launch | p50 us | push alone us | sync alone us | "
            "total GB/s | ceiling GB/s (kind, spread) | ratio | physical GB/s | L2 | wrong | runs |",
            "| ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |"]
     for ident in sorted(rows, key=lambda i: i.sort_key()):
         rs = rows[ident]
-        tot = med(rs, lambda r: r.get("total_bw_gbps"))
-        ceil = med(rs, lambda r: r.get("ceiling_bw_gbps"))
+        tot = med(rs, lambda r: r.total_bw_gbps)
+        ceil = med(rs, lambda r: r.ceiling_bw_gbps)
         ratio = f"{tot / ceil:.2f}" if tot is not None and ceil else "-"
         if any(broken(r) for r in rs):
             ratio += " **BROKEN CEILING**"
-        l2 = {r.get("l2_resident") for r in rs} - {None}
+        l2 = {r.l2_resident for r in rs} - {None}
         proto = "-" if ident.protocol is ABSENT else ident.protocol
         out.append(f"| {fmt_chunk(ident.chunk_bytes)} | {ident.addressing} | {ident.sync} | {proto} | "
-                   f"{ident.graph or '-'} | {launch_cell(ident)} | {num(med(rs, lambda r: r['time_us']['p50']))} | "
-                   f"{num(med(rs, lambda r: r.get('push_only_us')))} | {num(med(rs, lambda r: r.get('sync_only_us')))} | "
+                   f"{ident.graph or '-'} | {launch_cell(ident)} | {num(med(rs, lambda r: r.p50))} | "
+                   f"{num(med(rs, lambda r: r.push_only_us))} | {num(med(rs, lambda r: r.sync_only_us))} | "
                    f"{num(tot, '{:.0f}')} | {ceiling_cell(rs)} | {ratio} | "
-                   f"{num(med(rs, lambda r: r.get('physical_bw_gbps')), '{:.0f}')} | "
-                   f"{'L2' if True in l2 else ('-' if not l2 else 'no')} | {sum(int(r['wrong']) for r in rs)} | "
+                   f"{num(med(rs, lambda r: r.physical_bw_gbps), '{:.0f}')} | "
+                   f"{'L2' if True in l2 else ('-' if not l2 else 'no')} | {sum(r.wrong for r in rs)} | "
                    f"{len(rs)} |")
     out.append("")
-    sources = sorted({r["physical_source"] for rs in rows.values() for r in rs if r.get("physical_source")})
+    sources = sorted({r.physical_source for rs in rows.values() for r in rs if r.physical_source})
     out += [f"Physical limit: {s}" for s in sources] + ([""] if sources else [])
     return out
 
@@ -164,12 +153,11 @@ def a2a_table(rows):
 def broken_lines(runs, root):
     out = []
     for run in runs:
-        for row in run.rows:
-            r = row.raw
+        for r in run.rows:
             if broken(r):
-                out.append(f"- `{os.path.relpath(run.path, root)}`: {system_label(r)} {fmt_chunk(r['chunk_bytes'])} "
-                           f"[{mode(r)}]: total {r['total_bw_gbps']:.0f} GB/s > {CEILING_BOUND} x ceiling "
-                           f"{r['ceiling_bw_gbps']:.0f} GB/s")
+                out.append(f"- `{os.path.relpath(run.path, root)}`: {system_label(r)} {fmt_chunk(r.chunk_bytes)} "
+                           f"[{r.mode}]: total {r.total_bw_gbps:.0f} GB/s > {CEILING_BOUND} x ceiling "
+                           f"{r.ceiling_bw_gbps:.0f} GB/s")
     if not out:
         return []
     return [f"> **BROKEN CEILING: {len(out)} row(s) beat their ceiling by more than "
@@ -187,14 +175,13 @@ def comparison(run, root):
            f"{', MPS' if m.get('mps_active') else ''}; {m.get('version', '')}, revision {run.revision}. Times in "
            "us: p50 of the run's samples, or the mean where a tool reports one timer over all iterations "
            "(\"mean of N\"). Speedups pair only like modes: graph vs graph, eager (no graph) vs eager.", ""]
-    raws = [row.raw for row in run.rows]
-    rows = [r for r in raws if not r.get("error")]
-    errors = [r for r in raws if r.get("error")]
-    for c in sorted({r["chunk_bytes"] for r in rows}):
-        at = [r for r in rows if r["chunk_bytes"] == c]
+    rows = [r for r in run.rows if not r.error]
+    errors = [r for r in run.rows if r.error]
+    for c in sorted({r.chunk_bytes for r in rows}):
+        at = [r for r in rows if r.chunk_bytes == c]
         systems = {}
         for r in at:
-            systems.setdefault(system_label(r), {}).setdefault(mode(r), []).append(r)
+            systems.setdefault(system_label(r), {}).setdefault(r.mode, []).append(r)
         out += [f"### {fmt_chunk(c)} per peer", "", "| system | graph us | graph GB/s | eager us | eager GB/s |",
                 "| --- | ---: | ---: | ---: | ---: |"]
         for label in sorted(systems, key=lambda s: (not s.startswith("mori"), s)):
@@ -204,33 +191,33 @@ def comparison(run, root):
                 if not rs:
                     cells += ["-", "-"]
                     continue
-                best = min(rs, key=lambda r: r["time_us"]["p50"])
+                best = min(rs, key=lambda r: r.p50)
                 cells += [time_cell(best) + (" **BROKEN CEILING**" if broken(best) else ""),
-                          num(best.get("total_bw_gbps"), "{:.0f}")]
+                          num(best.total_bw_gbps, "{:.0f}")]
             out.append(f"| {label} | {' | '.join(cells)} |")
         out.append("")
         lines = []
         for md in ("graph", "eager"):
-            mine = [r for r in at if system_of(r) == "mori-a2a" and mode(r) == md]
+            mine = [r for r in at if r.system == "mori-a2a" and r.mode == md]
             if not mine:
                 continue
             others = {}
             for r in at:
-                if system_of(r) != "mori-a2a" and mode(r) == md:
+                if r.system != "mori-a2a" and r.mode == md:
                     lab = system_label(r)
-                    if lab not in others or r["time_us"]["p50"] < others[lab]["time_us"]["p50"]:
+                    if lab not in others or r.p50 < others[lab].p50:
                         others[lab] = r
             for lab in sorted(others):
                 o = others[lab]
-                same = [r for r in mine if r["sync"] == o["sync"]] or mine
-                best = min(same, key=lambda r: r["time_us"]["p50"])
-                x = o["time_us"]["p50"] / best["time_us"]["p50"]
-                lines.append(f"- speedup, {md} vs {md}: {system_label(best)} [{mode(best)}] {time_cell(best)} us vs "
-                             f"{lab} [{mode(o)}] {time_cell(o)} us: {x:.2f}x "
+                same = [r for r in mine if r.sync == o.sync] or mine
+                best = min(same, key=lambda r: r.p50)
+                x = o.p50 / best.p50
+                lines.append(f"- speedup, {md} vs {md}: {system_label(best)} [{best.mode}] {time_cell(best)} us vs "
+                             f"{lab} [{o.mode}] {time_cell(o)} us: {x:.2f}x "
                              f"({'mori-a2a faster' if x > 1 else 'mori-a2a not faster'})")
         out += lines + ([""] if lines else [])
     for r in errors:
-        out.append(f"- {system_label(r)} {fmt_chunk(r['chunk_bytes'])} [{mode(r)}]: error: {r['error']}")
+        out.append(f"- {system_label(r)} {fmt_chunk(r.chunk_bytes)} [{r.mode}]: error: {r.error}")
     if errors:
         out.append("")
     return out
@@ -393,6 +380,9 @@ def published_table(repo, name, spec, path):
     chunks spec["chunks"]; where several rows of a chunk match, the fastest (its protocol named)."""
     run_path = _spec(path, name, spec, "run", str)
     where = _spec(path, name, spec, "where", dict, required=False) or {}
+    unknown = [k for k in where if k not in row_fields()]
+    if unknown:
+        raise Malformed(path, f"tables.{name}.where.{unknown[0]}: not a field of the row (row_fields.py)")
     chunks = _spec(path, name, spec, "chunks", list, required=False)
     title = _spec(path, name, spec, "title", str)
     full = os.path.join(repo, run_path)
@@ -407,11 +397,11 @@ def published_table(repo, name, spec, path):
     picked = []
     for c in chunks or sorted({r.chunk_bytes for r in run.rows}):
         rows = [r for r in run.rows if r.chunk_bytes == c and r.error is None
-                and all((r.raw.get(k) if k != "graph" else r.identity.graph) == v for k, v in where.items())]
+                and all((getattr(r, k) if k != "graph" else r.identity.graph) == v for k, v in where.items())]
         if not rows:
             raise Malformed(full, f"published table {name!r}: no row at {fmt_chunk(c)} where {where}")
         picked.append(min(rows, key=lambda r: r.p50))
-    launches = sorted({str(r.raw.get("launch")) for r in picked if r.raw.get("launch")})
+    launches = sorted({str(r.launch) for r in picked if r.launch})
     wrong = sum(r.wrong for r in picked)
     cond = ", ".join(f"{v} sync" if k == "sync" else (f"graph of {v}" if k == "graph" and v else f"{v}")
                      for k, v in where.items())
@@ -423,13 +413,13 @@ def published_table(repo, name, spec, path):
     out += ["| chunk per peer | protocol | p50 µs | total GB/s | ceiling GB/s (kind) | ratio | wrong |",
             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in picked:
-        raw = r.raw
         ceil = r.ceiling_bw_gbps
-        kind = raw.get("ceiling_kind") or "-"
-        g = raw.get("ceiling_graph")
+        kind = r.ceiling_kind or "-"
+        g = r.ceiling_graph
         kind += "" if g is None else (", graph" if g else ", plain")
         ratio = f"{r.total_bw_gbps / ceil:.2f}" if ceil and r.total_bw_gbps else "-"
-        out.append(f"| {fmt_chunk(r.chunk_bytes)} | {'-' if r.protocol is ABSENT else r.protocol} | {r.p50:.2f} | "
+        proto = r.identity.protocol  # ABSENT before mori.a2a/2, as the identity reads it
+        out.append(f"| {fmt_chunk(r.chunk_bytes)} | {'-' if proto is ABSENT else proto} | {r.p50:.2f} | "
                    f"{num(r.total_bw_gbps, '{:.0f}')} | {num(ceil, '{:.0f}')} ({kind}) | {ratio} | {r.wrong} |")
     return "\n".join(out)
 

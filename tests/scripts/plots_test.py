@@ -16,6 +16,7 @@ Skipped (77) with its reason where no interpreter imports matplotlib; under CI=t
 usage: plots_test.py            (the test)
        plots_test.py --child DIR (run by the plot interpreter: draws into DIR, prints what the figures show as JSON)
 """
+import dataclasses
 import json
 import os
 import shutil
@@ -59,12 +60,13 @@ PINNABLE = {"blocks_per_peer": ("--blocks-per-peer", 0), "unroll": ("--unroll", 
 
 
 def partition(rows, lines):
-    """Problems where the lines (configuration -> {chunk: p50}) are not exactly the rows' configurations: each raw
-    row (with its document's config) must be on exactly one line, the one naming its addressing, sync, protocol,
+    """Problems where the lines (configuration -> {chunk: p50}) are not exactly the rows' configurations: each row
+    (with its document's config) must be on exactly one line, the one naming its addressing, sync, protocol,
     graph iterations and the options its run pinned (no more, no fewer); each point the median of its chunk's rows."""
     problems, got = [], {i: {} for i in range(len(lines))}
     for r, config in rows:
-        fields = dict(r, graph=r.get("graph_iters", 0) if r.get("graph") else 0)
+        fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+        fields["graph"] = (r.graph_iters or 0) if r.graph else 0
         pinned = {opt: config[k] for k, (opt, default) in PINNABLE.items()
                   if config.get(k, default) not in (default, None)}
         hits = [i for i, (cfg, _) in enumerate(lines)
@@ -72,10 +74,10 @@ def partition(rows, lines):
                 and all(fields.get(f) == v for f, v in cfg
                         if not f.startswith("--") and f not in ("kernel_dir", "fault", "system"))]
         if len(hits) != 1:
-            problems.append(f"row {r['chunk_bytes']} {r['addressing']} {r['sync']} {r.get('protocol')} "
+            problems.append(f"row {r.chunk_bytes} {r.addressing} {r.sync} {r.protocol} "
                             f"graph {fields['graph']} {pinned}: on {len(hits)} lines")
         for i in hits:
-            got[i].setdefault(r["chunk_bytes"], []).append(r["time_us"]["p50"])
+            got[i].setdefault(r.chunk_bytes, []).append(r.p50)
     for i, (cfg, pts) in enumerate(lines):
         want = {c: statistics.median(v) for c, v in got[i].items()}
         if sorted(want) != sorted(pts) or any(abs(want[c] - pts[c]) > 1e-9 * max(1, want[c]) for c in want):
@@ -92,7 +94,7 @@ def child(out):
     report = {"a2a": [], "matrix": []}
     for name, paths in A2A.items():
         runs = [load_run(load_document(os.path.join(RESULTS, p))) for p in paths]
-        config = {id(row.raw): run.config for run in runs for row in run.rows}
+        config = {id(row): run.config for run in runs for row in run.rows}
         groups = a2a_groups(runs)
         for k, (g, rows) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
             fig, shown = a2a_figure(plt, g, rows, run_options(runs))
