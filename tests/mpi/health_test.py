@@ -3,7 +3,7 @@
 """mori-probe --health on the host runtime under mpirun (docs/mori-probe.md "Health"): a clean run exits 0 with a
 verdict per check in health[]; a pair slowed by the test-only fault matrix.slow-pair is named and the run exits 1;
 an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file; a job
-of two simulated nodes gives its verdict with the all-to-all not run, saying why.
+of two simulated nodes runs the all-to-all within each node at once, and names the node whose all-to-all is wrong.
 
 usage: health_test.py BIN_DIR VALIDATE_JSON MPIRUN...
 """
@@ -108,18 +108,37 @@ rd = verdicts(doc, "expect.read_gbps")
 check("--expect-only drops ours: read_gbps has no reference",
       rc == 1 and bool(rd) and all(c["verdict"] == "no_reference" for c in rd), out)
 
-# Two simulated nodes of 2 ranks (MORI_NODE_ID): the verdict and the report come, the all-to-all is not run with
-# its reason (it runs within one load/store team), every other check holds (it exited 2 with no verdict before).
+# Two simulated nodes of 2 ranks (MORI_NODE_ID): the verdict and the report come, and the all-to-all runs within
+# each node, both at once, one check per node naming it (it exited 2 with no verdict before, then ran no
+# all-to-all).
 out2 = os.path.join(TMP, "two-nodes.json")
-side = [PROBE, "--backend", "host", "--timeout-s", "30", *FAST, "--json", out2]
-rc, out = job([*MPIRUN, "-n", "2", *with_env(["MORI_NODE_ID=a"], side), ":", "-n", "2",
-               *with_env(["MORI_NODE_ID=b"], side)])[:2]
-doc = json.load(open(out2)) if os.path.exists(out2) else None
+
+
+def two_nodes(env_b=()):
+    side = [PROBE, "--backend", "host", "--timeout-s", "30", *FAST, "--json", out2]
+    if os.path.exists(out2):
+        os.remove(out2)
+    rc, text = job([*MPIRUN, "-n", "2", *with_env(["MORI_NODE_ID=nodeA"], side), ":", "-n", "2",
+                    *with_env(["MORI_NODE_ID=nodeB", *env_b], side)])[:2]
+    return rc, text, (json.load(open(out2)) if os.path.exists(out2) else None)
+
+
+rc, out, doc = two_nodes()
 a2a = verdicts(doc, "a2a.verified")
 check("--health on two nodes exits 0 with its verdict and report", rc == 0 and doc is not None
       and "health: ok" in out, out)
-check("... the all-to-all not run, saying why", len(a2a) == 1 and a2a[0]["verdict"] == "no_reference"
-      and "spans 2 nodes" in a2a[0]["detail"], json.dumps(a2a) + out)
+check("... the all-to-all ran on each node, each named, each verified",
+      sorted(c["subject"].rsplit(" on ", 1)[-1] for c in a2a) == ["nodeA", "nodeB"]
+      and all(c["verdict"] == "pass" and " world 2 " in c["subject"] for c in a2a), json.dumps(a2a) + out)
+
+# One node's all-to-all writes past its slots (the test-only mutant a2a.overrun, armed on that node's ranks): that
+# node alone fails, by name, and the job exits 1.
+rc, out, doc = two_nodes(["MORI_FAULT=a2a.overrun:*"])
+a2a = verdicts(doc, "a2a.verified")
+bad = [c["subject"] for c in a2a if c["verdict"] == "fail"]
+check("a node whose all-to-all is wrong is the one named, exit 1",
+      rc == 1 and len(a2a) == 2 and len(bad) == 1 and bad[0].endswith(" on nodeB") and "nodeB" in out,
+      json.dumps(a2a) + out)
 
 # A malformed expectations file: exit 2, one line naming the file, no JSON written.
 for label, content in (("not JSON", "{ nope"),

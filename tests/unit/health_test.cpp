@@ -205,7 +205,7 @@ TEST(Health, DiagnosisErrorFails) {
 }
 
 TEST(Health, AllToAllVerifiedOrNotRun) {
-  A2aFact ok{true, "", 4, 1 << 20, "device", false, 100.0, 0};
+  A2aFact ok{true, "", 4, 1 << 20, "device", false, 100.0, 0, "", ""};
   A2aFact bad = ok;
   bad.wrong = 3;
   A2aFact skipped;
@@ -215,6 +215,24 @@ TEST(Health, AllToAllVerifiedOrNotRun) {
   EXPECT_EQ(c[1].verdict, Verdict::fail);
   EXPECT_EQ(c[2].verdict, Verdict::no_reference);
   EXPECT_NE(c[2].detail.find("no peers"), std::string::npos);
+}
+
+// On a job of several nodes each node's fact names it; a run that failed is a fail naming the error.
+TEST(Health, AllToAllPerNodeNamesTheNode) {
+  A2aFact a{true, "", 4, 1 << 20, "device", false, 100.0, 0, "nodeA", ""};
+  A2aFact b = a;
+  b.node = "nodeB";
+  b.ran = false;
+  b.error = "the window's rendezvous failed";
+  const auto c = check_a2a({a, b});
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].subject, "all-to-all 1048576 B device world 4 on nodeA");
+  EXPECT_EQ(c[0].verdict, Verdict::pass);
+  EXPECT_EQ(c[1].subject, "all-to-all on nodeB");
+  EXPECT_EQ(c[1].verdict, Verdict::fail);
+  EXPECT_EQ(c[1].detail, "failed: the window's rendezvous failed");
+  a.node.clear();
+  EXPECT_EQ(a2a_subject(a), "all-to-all 1048576 B device world 4");  // one node: as before
 }
 
 TEST(Health, ExpectationsParseAndRejectNamingTheFile) {
@@ -324,7 +342,7 @@ TEST(Health, A2aExpectationMatchesWorldAndChunk) {
             {"source", "results/h200/a2a-w8-r1.json"},
             {"source_kind", "evidence"}};
   const auto e = parse_expectations(expectations_doc({a}), "x.json");
-  A2aFact f{true, "", 8, 16777216, "device", false, 1700.0, 0};
+  A2aFact f{true, "", 8, 16777216, "device", false, 1700.0, 0, "", ""};
   auto c = check_a2a_expectations({f}, "NVIDIA H200", "same-device", e);
   EXPECT_EQ(c[0].verdict, Verdict::pass);
   f.agg_bw_gbps = 1000;

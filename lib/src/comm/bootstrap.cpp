@@ -155,7 +155,7 @@ int MpiSession::finish_with(int exit_code, double bound_s) noexcept {
 }
 
 Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_Comm comm)
-    : timeout_s_(timeout_s) {
+    : timeout_s_(timeout_s), node_id_override_(node_id_override) {
   SetupStep timed(Setup::bootstrap);
   MORI_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   MORI_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -181,14 +181,18 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
   node_.assign(static_cast<std::size_t>(world_), -1);
   pids_.resize(static_cast<std::size_t>(world_));
   hosts_.resize(static_cast<std::size_t>(world_));
+  node_names_.resize(static_cast<std::size_t>(world_));
   std::map<std::pair<int, std::string>, int> ids;
   for (int r = 0; r < world_; ++r) {
     const auto& k = keys[static_cast<std::size_t>(r)];
-    auto key = std::make_pair(static_cast<int>(k.shared_leader), std::string(k.override_id));
+    // A peer's texts are read up to their array's end, terminated or not.
+    const std::string id(k.override_id, strnlen(k.override_id, sizeof(k.override_id)));
+    auto key = std::make_pair(static_cast<int>(k.shared_leader), id);
     auto [it, fresh] = ids.emplace(key, static_cast<int>(ids.size()));
     node_[static_cast<std::size_t>(r)] = it->second;
     pids_[static_cast<std::size_t>(r)] = k.pid;
-    hosts_[static_cast<std::size_t>(r)] = k.host;
+    hosts_[static_cast<std::size_t>(r)] = std::string(k.host, strnlen(k.host, sizeof(k.host)));
+    node_names_[static_cast<std::size_t>(r)] = id.empty() ? hosts_[static_cast<std::size_t>(r)] : id;
   }
   num_nodes_ = static_cast<int>(ids.size());
   team_index_.assign(static_cast<std::size_t>(world_), -1);
@@ -201,6 +205,23 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
   team_rank_ = team_index_[static_cast<std::size_t>(rank_)];
   spdlog::debug("bootstrap: world {}, {} node(s), node {}, team rank {}/{}, timeout {} s", world_, num_nodes_,
                 node_[static_cast<std::size_t>(rank_)], team_rank_, team_.size(), format_seconds(timeout_s_));
+}
+
+std::unique_ptr<Bootstrap> Bootstrap::team_bootstrap(const std::string& step) {
+  barrier(step);
+  MPI_Comm split = MPI_COMM_NULL;
+  MORI_CHECK_MPI(MPI_Comm_split(comm_, node_[static_cast<std::size_t>(rank_)], rank_, &split));
+  std::unique_ptr<Bootstrap> team;
+  try {
+    team = std::make_unique<Bootstrap>(timeout_s_, node_id_override_, split);
+  } catch (...) {
+    MORI_WARN_MPI(MPI_Comm_free(&split));
+    log::set_rank(rank_);
+    throw;
+  }
+  MORI_WARN_MPI(MPI_Comm_free(&split));  // the team's Bootstrap holds a duplicate
+  log::set_rank(rank_);                  // its constructor named the team's rank
+  return team;
 }
 
 Bootstrap::~Bootstrap() {

@@ -205,9 +205,7 @@ std::vector<HealthCheck> check_a2a_expectations(const std::vector<A2aFact>& rows
   std::vector<HealthCheck> out;
   for (const auto& r : rows) {
     if (!r.ran) continue;
-    const std::string subject = "all-to-all " + std::to_string(r.chunk_bytes) + " B " + r.sync +
-                                (r.graph ? " graph" : "") + " world " + std::to_string(r.world);
-    auto c = judge("expect.a2a_agg_bw_gbps", subject, r.agg_bw_gbps, "GB/s",
+    auto c = judge("expect.a2a_agg_bw_gbps", a2a_subject(r), r.agg_bw_gbps, "GB/s",
                    find_expectation(e, device_name, interconnect, "a2a_agg_bw_gbps", r.world, r.chunk_bytes));
     c.detail = device_name + " over " + interconnect + (c.detail.empty() ? "" : "; " + c.detail);
     out.push_back(c);

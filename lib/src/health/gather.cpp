@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -89,21 +90,15 @@ std::string device_name(const Json& nodes, int node, int device) {
   return "unknown";
 }
 
-// The short all-to-all: one chunk, pointer addressing, device sync (host sync where ranks time-slice a GPU).
-std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const std::vector<RankFacts>& facts,
-                                const std::optional<HandleType>& handle_type) {
+// The short all-to-all over one load/store team (boot: the team's): one chunk, pointer addressing, device
+// sync (host sync where ranks time-slice a GPU). facts: the team's ranks' facts.
+std::vector<A2aFact> team_a2a(Bootstrap& boot, Runtime& rt, int device, const std::vector<RankFacts>& facts,
+                              const std::optional<HandleType>& handle_type) {
   const bool host = rt.platform() == Platform::host;
   A2aFact f;
   f.world = boot.world();
   if (boot.world() < 2) {
     f.not_run = "one rank: no peers";
-    return {f};
-  }
-  if (boot.team_size() != boot.world()) {  // the all-to-all's window lives in one load/store team
-    f.not_run =
-        "the job spans " + std::to_string(boot.num_nodes()) +
-        " nodes and the all-to-all runs within one load/store team (a per-node all-to-all is not built "
-        "yet)";
     return {f};
   }
   std::map<std::string, int> per_gpu;
@@ -148,6 +143,83 @@ std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const 
     out.push_back(x);
   }
   return out;
+}
+
+// One node's all-to-all fact as it rides the job's allgather (fixed size; the team's rank 0 sends it).
+struct A2aFactRaw {
+  std::int32_t leader = 0, ran = 0, graph = 0, has_bw = 0;
+  std::int32_t world = 0;
+  std::uint64_t chunk_bytes = 0, wrong = 0;
+  double agg_bw_gbps = 0;
+  char sync[8] = {};
+  char why[232] = {};  // not run: why; failed: the error
+  std::int32_t failed = 0;
+};
+
+std::string text_of(const char* s, std::size_t n) {
+  return std::string(s, strnlen(s, n));
+}
+
+// A job of several nodes: every node runs the short all-to-all within itself, all nodes at once (each on a
+// Bootstrap of its own team), and every rank learns every node's fact, one per node in node order. A node
+// whose run fails is a failed fact naming the error; the others go on.
+std::vector<A2aFact> per_node_a2a(Bootstrap& boot, Runtime& rt, int device,
+                                  const std::vector<RankFacts>& facts,
+                                  const std::optional<HandleType>& handle_type) {
+  const int my_node = boot.node_of(boot.rank());
+  std::vector<RankFacts> mine;
+  for (const auto& f : facts)
+    if (f.node == my_node) mine.push_back(f);
+  A2aFact f;
+  f.world = boot.team_size();
+  try {
+    auto team = boot.team_bootstrap("health.a2a.teams");
+    const auto rows = team_a2a(*team, rt, device, mine, handle_type);
+    f = rows.front();  // one chunk, one sync mode, no graph: one row
+  } catch (const UsageError& e) {
+    f.not_run = e.what();
+  } catch (const TimeoutError&) {
+    throw;  // a rank of the team is gone: the job cannot gather the facts either
+  } catch (const Error& e) {
+    f.error = e.what();
+  }
+  A2aFactRaw raw;
+  raw.leader = boot.team_rank() == 0;
+  raw.ran = f.ran;
+  raw.failed = !f.error.empty();
+  raw.graph = f.graph;
+  raw.has_bw = f.agg_bw_gbps.has_value();
+  raw.world = f.world;
+  raw.chunk_bytes = f.chunk_bytes;
+  raw.wrong = f.wrong;
+  raw.agg_bw_gbps = f.agg_bw_gbps.value_or(0);
+  copy_text(raw.sync, sizeof(raw.sync), f.sync);
+  copy_text(raw.why, sizeof(raw.why), f.error.empty() ? f.not_run : f.error);
+  const auto all = boot.allgather_value("health.a2a.nodes", raw);
+  std::vector<A2aFact> out;
+  for (int r = 0; r < boot.world(); ++r) {
+    const A2aFactRaw& x = all[static_cast<std::size_t>(r)];
+    if (!x.leader) continue;
+    A2aFact n;
+    n.node = boot.node_name(r);
+    n.ran = x.ran;
+    n.graph = x.graph;
+    n.world = x.world;
+    n.chunk_bytes = x.chunk_bytes;
+    n.wrong = x.wrong;
+    if (x.has_bw) n.agg_bw_gbps = x.agg_bw_gbps;
+    n.sync = text_of(x.sync, sizeof(x.sync));
+    (x.failed ? n.error : n.not_run) = text_of(x.why, sizeof(x.why));
+    out.push_back(n);
+  }
+  return out;
+}
+
+// The short all-to-all: within the job's one load/store team, or within each node at once.
+std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const std::vector<RankFacts>& facts,
+                                const std::optional<HandleType>& handle_type) {
+  if (boot.team_size() != boot.world()) return per_node_a2a(boot, rt, device, facts, handle_type);
+  return team_a2a(boot, rt, device, facts, handle_type);
 }
 
 void append(std::vector<HealthCheck>& out, const std::vector<HealthCheck>& more) {
@@ -223,8 +295,10 @@ std::vector<HealthCheck> HealthGather::finish(const Json& report, const PeerMatr
                                               const std::vector<RankFacts>& facts,
                                               const std::optional<HandleType>& handle_type,
                                               const Expectations& expectations) {
-  const auto a2a = matrix.timed_out() ? std::vector<A2aFact>{{false, "the peer matrix timed out",
-                                                              boot_.world(), 0, "", false, std::nullopt, 0}}
+  A2aFact timed_out;
+  timed_out.not_run = "the peer matrix timed out";
+  timed_out.world = boot_.world();
+  const auto a2a = matrix.timed_out() ? std::vector<A2aFact>{timed_out}
                                       : health_a2a(boot_, rt_, device_, facts, handle_type);
   const auto after = read_all("health.links.after", xid_.get());
   const bool host = rt_.platform() == Platform::host;

@@ -265,16 +265,26 @@ std::vector<HealthCheck> check_diagnoses(const Json& diagnoses) {
            "the bring-up doctor (diagnoses[])", errors ? "errors: " + ids : ""}};
 }
 
+std::string a2a_subject(const A2aFact& r) {
+  if (!r.ran) return r.node.empty() ? "all-to-all" : "all-to-all on " + r.node;
+  return "all-to-all " + std::to_string(r.chunk_bytes) + " B " + r.sync + (r.graph ? " graph" : "") +
+         " world " + std::to_string(r.world) + (r.node.empty() ? "" : " on " + r.node);
+}
+
 std::vector<HealthCheck> check_a2a(const std::vector<A2aFact>& rows) {
   std::vector<HealthCheck> out;
   for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      out.push_back({"a2a.verified", a2a_subject(r), Verdict::fail, std::nullopt, "count", "wrong 0",
+                     "rule: every row verifies its data", "failed: " + r.error});
+      continue;
+    }
     if (!r.ran) {
-      out.push_back({"a2a.verified", "all-to-all", Verdict::no_reference, std::nullopt, "count", "wrong 0",
+      out.push_back({"a2a.verified", a2a_subject(r), Verdict::no_reference, std::nullopt, "count", "wrong 0",
                      "rule: every row verifies its data", "not run: " + r.not_run});
       continue;
     }
-    const std::string subject = "all-to-all " + std::to_string(r.chunk_bytes) + " B " + r.sync +
-                                (r.graph ? " graph" : "") + " world " + std::to_string(r.world);
+    const std::string subject = a2a_subject(r);
     out.push_back({"a2a.verified", subject, r.wrong ? Verdict::fail : Verdict::pass,
                    static_cast<double>(r.wrong), "count", "wrong 0", "rule: every row verifies its data",
                    r.wrong ? std::to_string(r.wrong) + " wrong element(s)" : ""});

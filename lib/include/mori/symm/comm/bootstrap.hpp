@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ class Bootstrap {
   int host_local_rank() const noexcept { return host_local_rank_; }
   const std::vector<int>& pids() const noexcept { return pids_; }
   const std::vector<std::string>& hosts() const noexcept { return hosts_; }
+  // A rank's node as users name it: its node id where one was given (--node-id, MORI_NODE_ID), else its host.
+  const std::string& node_name(int global_rank) const noexcept {
+    return node_names_[static_cast<std::size_t>(global_rank)];
+  }
 
   // Gathers `bytes` from every rank into all[world * bytes], in rank order.
   void allgather(const std::string& step, const void* mine, void* all, std::size_t bytes);
@@ -76,6 +81,12 @@ class Bootstrap {
 
   MPI_Comm comm() const noexcept { return comm_; }
 
+  // Collective: a Bootstrap over this rank's load/store team alone, for work that runs within every team at
+  // once (a job of several nodes: docs/mori-probe.md "Health"). A bounded barrier first, so that every rank
+  // is there, then MPI_Comm_split by node. Its rank and world are the team's, its node override this one's;
+  // the log and the errors keep naming this job's ranks. step names the barrier.
+  std::unique_ptr<Bootstrap> team_bootstrap(const std::string& step);
+
  private:
   int next_tag();
   // The bound of the next wait: timeout_s, or min(timeout_s, kExpiredWaitBoundS) once a bound has expired.
@@ -93,8 +104,9 @@ class Bootstrap {
   int team_rank_ = 0;
   int num_nodes_ = 1;
   int host_local_rank_ = 0;
+  std::string node_id_override_;
   std::vector<int> team_, team_index_, node_, pids_;
-  std::vector<std::string> hosts_;
+  std::vector<std::string> hosts_, node_names_;
 };
 
 // Checks an MPI call; the error names the call, the MPI error string, file:line and rank.

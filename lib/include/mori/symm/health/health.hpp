@@ -103,13 +103,17 @@ std::vector<HealthCheck> check_diagnoses(const Json& diagnoses);
 struct A2aFact {
   bool ran = false;
   std::string not_run;  // why it did not run
-  int world = 0;
+  int world = 0;        // the ranks that ran it (a node's, on a job of several nodes)
   std::size_t chunk_bytes = 0;
   std::string sync;  // "host" | "device"
   bool graph = false;
   std::optional<double> agg_bw_gbps;
   unsigned long long wrong = 0;
+  std::string node;   // on a job of several nodes: the node it ran on (its host, or its MORI_NODE_ID)
+  std::string error;  // it started and failed: the error (a fail verdict)
 };
+// "all-to-all 1048576 B device world 4", then " on NODE" where the fact names one.
+std::string a2a_subject(const A2aFact& r);
 std::vector<HealthCheck> check_a2a(const std::vector<A2aFact>& rows);
 
 // ---- Expectations (results/expectations/*.json, schema mori.expectations/1) -------------------------------
