@@ -34,30 +34,15 @@ from dataclasses import dataclass, field
 from .a2a import ABSENT
 from .errors import Malformed, Usage
 from .files import check_output_folder, make_folders
-from .guard import end_job, guarded
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Interrupted is read from here too: perf-check catches ab.Interrupted.
+from .guard import STOP_SIGNALS, Interrupted, end_job, guarded  # noqa: F401
+from .guard import stop_handler as _stop
 
 PLACEHOLDERS = ("{bin}", "{json}")
 
 
 class RunFailed(Exception):
     """A command of the job failed (not bad input: exit 3)."""
-
-
-class Interrupted(BaseException):
-    """SIGTERM, SIGINT or SIGHUP while the A/B runs: unwinds it so that every cleanup runs; the script exits
-    128 + signum."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _stop(signum, frame):
-    for sig in STOP_SIGNALS:  # a second signal does not cut the cleanup short
-        signal.signal(sig, signal.SIG_IGN)
-    raise Interrupted(signum)
 
 
 def stop_on_signals():

@@ -18,6 +18,25 @@ import subprocess
 import sys
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+# The signals that stop a script that runs guarded jobs (perf-check --ab, scripts/evidence): stop_handler turns each
+# into Interrupted, so that the script unwinds and every cleanup runs; the script exits 128 + signum.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Interrupted(BaseException):
+    """SIGTERM, SIGINT or SIGHUP: unwinds the script so that every cleanup runs (the running job's process group,
+    an MPS daemon, temporary folders); the script exits 128 + signum."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_handler(signum, frame):
+    for sig in STOP_SIGNALS:  # a second signal does not cut the cleanup short
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
 STOP = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
