@@ -6,8 +6,8 @@ usage: fault_slow_kernel_test.py BIN_DIR MPIRUN...
 
 MORI_FAULT=a2a.slow-kernel:RANK with MORI_FAULT_DELAY_NS=N makes every push of that rank N ns slower (on a GPU
 each block of the kernel waits before its final signal; the host runtime's push sleeps). A functional check of
-the fault, not a performance assertion: with a 20 ms delay the p50 of a row grows by most of 20 ms (the margin is
-wide: host-runtime rows take well under a millisecond), the run is still correct, and meta.faults says the point
+the fault, not a performance assertion: with a 20 ms delay the p50 of a row is at least most of 20 ms and above its
+p50 without the fault (host-runtime rows take well under a millisecond), the run is still correct, and meta.faults says the point
 fired on that rank only. A bad delay, or the point without one, is a usage error (exit 2 naming the variable)
 before any rank does anything.
 """
@@ -47,8 +47,11 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, slow = a2a(tmp, "slow", slow_env)
     check("a2a.slow-kernel:0 with 20 ms: exit 0, no wrong element", rc == 0 and slow and slow.get("wrong") == 0, out)
     a, b = p50s(plain), p50s(slow)
-    check("every row's p50 grows by most of the delay (at least 0.9 x 20 ms; no timed bound otherwise)",
-          a and len(a) == len(b) and all(y - x >= 0.9 * DELAY_NS / 1e3 for x, y in zip(a, b)),
+    # The row's p50 with the delay is at least most of it and above the row's p50 without: not "grows by most of
+    # it", since a loaded machine can slow the run without the fault to milliseconds too (seen under MPICH: 3.6 ms).
+    check("every row's p50 with the fault is most of the delay or more (at least 0.9 x 20 ms), and above its p50 "
+          "without; no timed bound otherwise",
+          a and len(a) == len(b) and all(y >= 0.9 * DELAY_NS / 1e3 and y > x for x, y in zip(a, b)),
           f"p50 without {a}, with {b} (us)\n{out}")
     faults = ((slow or {}).get("meta") or {}).get("faults")
     check("meta.faults: the point fired on rank 0 only; meta.env records the delay",
