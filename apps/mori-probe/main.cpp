@@ -45,6 +45,7 @@ struct Options {
   std::optional<HandleType> handle;  // ... parsed (none: auto, chosen by trying)
   std::string expect;                // --expect FILE: a site's expectations on top of ours
   bool expect_only = false;          // --expect-only: the site's file in place of ours
+  std::string bad_hosts;             // --bad-hosts FILE: the failing nodes, one a line
   Expectations expectations;         // what --health judges against (read while validating the options)
   const CLI::Option* pairs_given = nullptr;  // --pairs and --json as given: an option that does not apply
   const CLI::Option* json_given = nullptr;   // is refused (validate)
@@ -218,7 +219,8 @@ Json gather_nodes(Bootstrap& boot, const std::string& mine) {
 
 // Rank 0's table, diagnoses, matrix and health verdicts on stdout (not with --json -).
 void print_report(const Options& o, const Json& doc, const std::vector<Diagnosis>& diagnoses,
-                  const PeerMatrix& matrix, const std::vector<HealthCheck>& health) {
+                  const PeerMatrix& matrix, const std::vector<HealthCheck>& health,
+                  const std::vector<NodeHealth>& fleet) {
   print_table(doc["nodes"]);
   std::printf("diagnoses: %s\n%s", diagnoses.empty() ? "none" : "", format_diagnoses(diagnoses).c_str());
   if (o.matrix) std::printf("%s", format_matrix(matrix).c_str());
@@ -226,7 +228,14 @@ void print_report(const Options& o, const Json& doc, const std::vector<Diagnosis
   std::printf("health:\n%s", format_health(health).c_str());
   for (const auto& f : o.expectations.files) std::printf("  expectations: %s\n", f.c_str());
   if (o.expectations.files.empty()) std::printf("  expectations: none found\n");
-  std::printf("health: %s\n", has_failure(health) ? "FAIL" : "ok (no check failed)");
+  // A job of several nodes ends with the fleet table, and the last line names the failing nodes first.
+  if (fleet.size() > 1) std::printf("health, per node:\n%s", format_node_health(fleet).c_str());
+  std::string bad;
+  for (const auto& n : failing_nodes(fleet)) bad += (bad.empty() ? "" : ", ") + n;
+  if (fleet.size() > 1 && !bad.empty())
+    std::printf("health: FAIL on %s\n", bad.c_str());
+  else
+    std::printf("health: %s\n", has_failure(health) ? "FAIL" : "ok (no check failed)");
 }
 
 int exit_code(ToolEnv& env, const Options& o, const std::vector<Diagnosis>& diagnoses,
@@ -272,16 +281,26 @@ int run(ToolEnv& env, const Options& o) {
     doc["matrix"] = to_json(matrix);
   }
   std::vector<HealthCheck> health;
+  std::vector<NodeHealth> fleet;  // one per node
   if (o.health) {
     health = watch->finish(doc, matrix, facts, o.handle, o.expectations);
+    fleet = node_health(watch->nodes(), health);
     doc["config"]["health"] = {{"expectations", o.expectations.files}};
     doc["health"] = to_json(health);
+    Json nodes_health = Json::array();
+    for (const auto& n : fleet) nodes_health.push_back(to_json(n));
+    doc["health_nodes"] = nodes_health;
   }
   // meta was made before the measurement: the GPUs' state after it, and the kernels it loaded (docs/json.md).
   if ((o.matrix || o.health) && !matrix.timed_out()) refresh_meta(env, doc["meta"]);
   if (env.is_root()) {
-    if (env.common.json != "-") print_report(o, doc, diagnoses, matrix, health);
+    if (env.common.json != "-") print_report(o, doc, diagnoses, matrix, health, fleet);
     if (!env.common.json.empty()) write_json(env.common.json, doc);
+    if (!o.bad_hosts.empty()) {  // ready for a scheduler's drain command: one failing node a line
+      std::string text;
+      for (const auto& n : failing_nodes(fleet)) text += n + "\n";
+      write_output(o.bad_hosts, text);
+    }
   }
   return exit_code(env, o, diagnoses, matrix, health);
 }
@@ -350,6 +369,9 @@ void declare(CLI::App& app, Options& o) {
                  "interconnect and check)");
   app.add_flag("--expect-only", o.expect_only,
                "--health: judge against the --expect file alone, in place of the committed expectations");
+  app.add_option("--bad-hosts", o.bad_hosts,
+                 "--health: write the nodes that fail to PATH, one a line (empty where none fails), for a "
+                 "scheduler's drain command");
   app.add_option("--handle-type", o.handle_type,
                  "--matrix/--health: the windows' handle type, auto | posix_fd | fabric (auto: the one this "
                  "probe chooses)")
@@ -382,6 +404,8 @@ void validate(Options& o) {
   o.handle = parse_handle_choice(o.handle_type);
   if ((!o.expect.empty() || o.expect_only) && !o.health) throw UsageError("--expect: only with --health");
   if (o.expect_only && o.expect.empty()) throw UsageError("--expect-only: give the file with --expect FILE");
+  if (!o.bad_hosts.empty() && !o.health) throw UsageError("--bad-hosts: only with --health");
+  check_output_path("--bad-hosts", o.bad_hosts);
   // An option that does not apply is refused, never silently ignored (docs/mori-probe.md).
   if (o.jit_precompile && (o.matrix || o.health || o.deep))
     throw UsageError(std::string("--jit-precompile: compiles the kernels instead of probing; not with ") +

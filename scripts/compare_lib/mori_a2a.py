@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""mori-a2a's own mori.a2a/2 document (--mori-json): loaded, its rows appended, its reference fields copied."""
+"""mori-a2a's own mori.a2a/2 or /3 document (--mori-json): loaded, its rows appended, its reference fields copied."""
 from mori_results.errors import Malformed
 from mori_results.reader import read_json
 
 from .options import UsageError
-from .report import SCHEMA
+from .report import MORI_SCHEMAS
 from .rows import is_mori_row, mode
 
 # Spelled, not the row table's role "reference" (row_fields.py): ceiling_graph, ceiling_spread and ceilings describe
@@ -14,15 +14,17 @@ REFERENCE_FIELDS = ("push_only_us", "sync_only_us", "ceiling_bw_gbps", "ceiling_
 
 
 def load_mori(path, world):
-    """A mori-a2a mori.a2a/2 document of the same machine and world (UsageError otherwise)."""
+    """A mori-a2a mori.a2a/2 or /3 document of the same machine and world (UsageError otherwise)."""
     try:
         doc = read_json(path)
     except Malformed as e:
         raise UsageError(f"--mori-json {e}")
     if not isinstance(doc, dict):
         raise UsageError(f"--mori-json {path}: the document is not a JSON object")
-    if doc.get("schema") != SCHEMA:
-        raise UsageError(f"--mori-json {path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+    if doc.get("schema") not in MORI_SCHEMAS:
+        raise UsageError(f"--mori-json {path}: schema {doc.get('schema')!r}, expected one of {MORI_SCHEMAS}")
+    if len(doc.get("teams") or []) > 1:
+        raise UsageError(f"--mori-json {path}: a job of several load/store teams; compare one node's run")
     w = (doc.get("meta") or {}).get("world")
     if world and w and w != world:
         raise UsageError(f"--mori-json {path}: world {w}, this run has {world}")

@@ -4,7 +4,9 @@ bootstrap steps, and what mpirun reports about its ranks. `lines` are [(monotoni
 import re
 
 ERROR_RE = re.compile(r"^(mori-[\w-]+): error \(rank (\d+)\): (.*)$", re.M)
-NAMED_RE = re.compile(r"(?:ranks not arrived: |no fd arrived from ranks |waiting on rank |sending to rank )([\d,]+)")
+# On a job of several nodes the ranks follow their node: "ranks not arrived: nodeB: 4,5".
+NAMED_RE = re.compile(
+    r"(?:ranks not arrived: |no fd arrived from ranks |waiting on rank |sending to rank )(?:[^\s:;]+: )?([\d,]+)")
 TIMEOUT_RE = re.compile(r"timed out|waited more than")  # bootstrap/FdChannel steps; the device barrier's bound
 ANNOUNCE_RE = re.compile(r"^MORI_FAULT: rank (\d+) entering the timed loop (\S+)$")  # lib/src/a2a/a2a.cpp
 # lib/src/comm/bootstrap.cpp at --log-level trace: a bootstrap step that completed on that rank.

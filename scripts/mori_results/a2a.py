@@ -41,9 +41,13 @@ _JOB_FIELDS = (("version", int), ("system", str),  # system: "mori-a2a", "nccl-t
                ("platform", str), ("device", str), ("gpus", int), ("world", int),
                ("ranks_per_gpu", object),  # int, or a fraction written "W/G" where ranks do not divide evenly
                ("mps", bool))
+# The rows' meaning by document version, for the identity: mori.a2a/3 added fields only (the team of a row on a job
+# of several load/store teams, launch_us) and the fleet block; a row of /2 is a row of the job's one team, the same
+# measurement as a /3 row of team_size == world, so both compare (docs/json.md "Versions").
+ROW_VERSION = {1: 1, 2: 2, 3: 2}
 _ROW_OWN_RULES = ("chunk_bytes", "addressing", "sync", "protocol", "graph", "graph_iters")
 SETTINGS = tuple(n for n in identity_fields() if n not in _ROW_OWN_RULES)  # blocks_per_peer, unroll, launch, ...
-_SHORT = {"blocks_per_peer": "bpp", "signal_scope": "scope", "source_cache": "cache"}
+_SHORT = {"blocks_per_peer": "bpp", "signal_scope": "scope", "source_cache": "cache", "team_size": "team"}
 # The label's order of the settings (as labels were first written); a setting added later comes last.
 _LABEL_ORDER = tuple(n for n in ("launch", "blocks_per_peer", "unroll", "signal_scope", "source_cache")
                      if n in SETTINGS) + tuple(n for n in SETTINGS if n not in
@@ -72,6 +76,8 @@ class _IdentityMethods:
             parts.append(f"graph{self.graph}")
         parts.append(str(self.protocol) if self.protocol is not ABSENT else "protocol=absent")
         for name in _LABEL_ORDER:
+            if name == "team_size" and self.team_size in (self.world, ABSENT):
+                continue  # one team: the job (every row before mori.a2a/3)
             parts.append(f"{_SHORT.get(name, name)}={getattr(self, name)}")
         if self.system != "mori-a2a":
             parts.append(f"[{self.system}]")
@@ -314,10 +320,11 @@ def _load_run(document):
     fault = env.get("MORI_FAULT") or ABSENT
     gpus = _gpus(path, meta.obj, ranks)
     rpg = world // gpus if world % gpus == 0 else f"{world}/{gpus}"
-    job = dict(version=document.version, platform=platform, device=ranks[0]["device_name"], gpus=gpus, world=world,
+    job = dict(version=ROW_VERSION[document.version], platform=platform, device=ranks[0]["device_name"], gpus=gpus,
+               world=world,
                ranks_per_gpu=rpg, mps=mps, kernel_dir=kernel_dir, fault=fault)
     rows = [_load_row(path, i, r, job) for i, r in enumerate(results)]
-    return Run(path=path, version=job["version"], tool=tool, revision=revision,
+    return Run(path=path, version=document.version, tool=tool, revision=revision,
                time=meta.get("time", "str", required=False), start=_start(meta.obj), meta=meta.obj,
                config=config, rows=rows, wrong_total=wrong_total)
 
@@ -366,10 +373,12 @@ def _load_row(path, i, r, job):
                                            gbps=cf.get("gbps", "number", required=False, default=None,
                                                        nullable=True)))
     val.update((k, r.get(k)) for k in row_fields() if k not in val)  # no rule: the document's value
+    settings = {k: ABSENT if system != "mori-a2a" or val[k] is None else val[k] for k in SETTINGS}
+    if system == "mori-a2a" and settings.get("team_size") is ABSENT and v <= 2:
+        settings["team_size"] = job["world"]  # before mori.a2a/3 every row was the job's one team
     ident = Identity(**job, system=system, chunk_bytes=val["chunk_bytes"], addressing=val["addressing"],
                      sync=val["sync"], protocol=ABSENT if v < 2 or val["protocol"] is None else val["protocol"],
-                     graph=(val["graph_iters"] or 0) if val["graph"] else 0,
-                     **{k: ABSENT if system != "mori-a2a" or val[k] is None else val[k] for k in SETTINGS})
+                     graph=(val["graph_iters"] or 0) if val["graph"] else 0, **settings)
     return Row(identity=ident, index=i, **val, p50=p50, p95=p95, error=error, source=source, system=system,
                recorded=frozenset(r))
 

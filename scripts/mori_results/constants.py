@@ -16,7 +16,7 @@ MUTANT_FAULTS = ("a2a.no-barrier", "a2a.stale", "a2a.overrun")
 
 # Schemas the model reads: name -> accepted versions.
 SCHEMAS = {
-    "mori.a2a": (1, 2),
+    "mori.a2a": (1, 2, 3),
     "mori.probe": (1,),
     "mori.teardown": (1,),
     "mori.faults": (1,),

@@ -88,6 +88,31 @@ def collect(name, runs, include_external):
     return side
 
 
+def team_view(ident):
+    """A team's configuration as a one-node job of the team's size runs it (perf-check --per-team): world the team's
+    size, the GPUs in proportion."""
+    size = ident.team_size
+    if size is ABSENT or size == ident.world:
+        return ident
+    gpus = max(1, ident.gpus * size // ident.world)
+    return dataclasses.replace(ident, world=size, gpus=gpus,
+                               ranks_per_gpu=size // gpus if size % gpus == 0 else f"{size}/{gpus}")
+
+
+def team_sides(cur):
+    """perf-check --per-team: the current side's rows of jobs of several teams, one side per team (by node, in the
+    order the rows name them), each row under its team's one-node identity (team_view)."""
+    teams = {}
+    for ident, pairs in cur.rows.items():
+        for run, row in pairs:
+            node = (row.team or {}).get("node") if isinstance(row.team, dict) else None
+            if node is None or ident.team_size is ABSENT or ident.team_size == ident.world:
+                continue
+            side = teams.setdefault(node, Side(f"team {node}"))
+            side.rows.setdefault(team_view(ident), []).append((run, row))
+    return teams
+
+
 def per_run(pairs, metric):
     """The metric of each run (median of its rows of one identity, usually one), in run order."""
     by = {}
@@ -322,9 +347,13 @@ class Verdict:
     differs_total: int = 0
     p_value: object = None  # the A/B rule's one-sided p-value in the direction of the change (None: the allowance)
     why: object = None      # CANNOT_JUDGE: why this row cannot be judged from this baseline, and what would judge it
+    team: object = None     # perf-check --per-team: the team (node) the current side's rows came from
+
+    def label(self):
+        return (f"team {self.team}: " if self.team is not None else "") + self.identity.label()
 
     def as_json(self):
-        return {"result": self.identity.label(), "identity": self.identity.as_json(), "metric": self.metric,
+        return {"result": self.label(), "team": self.team, "identity": self.identity.as_json(), "metric": self.metric,
                 "baseline": self.baseline, "current": self.current, "delta": self.delta,
                 "allowance": self.allowance, "floor": self.floor, "spread_across_runs": self.spread_runs,
                 "spread_within_run": self.spread_within, "baseline_runs": self.baseline_runs,

@@ -42,7 +42,7 @@ def junit_xml(verdicts, wrong, allow_missing, seconds=0.0):
     cases, failures, skipped = [], 0, 0
     for v in verdicts:
         kind, msg = _outcome(v, allow_missing)
-        head = f'    <testcase classname={quoteattr(_x("perf-check." + v.metric))} name={quoteattr(_x(v.identity.label()))} time="0">'
+        head = f'    <testcase classname={quoteattr(_x("perf-check." + v.metric))} name={quoteattr(_x(v.label()))} time="0">'
         if kind is None:
             cases.append(head + f"\n      <system-out>{escape(_x(msg))}</system-out>\n    </testcase>")
             continue
@@ -76,16 +76,16 @@ def markdown(verdicts, summary_line, passed, notes=()):
     out += [f"- note: {_md(n)}" for n in notes] + ([""] if notes else [])
     out += ["| verdict | configuration | metric | baseline | current | change | allowance | runs |",
             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for v in sorted(verdicts, key=lambda v: (ORDER.get(v.verdict, 5), v.identity.label(), v.metric)):
+    for v in sorted(verdicts, key=lambda v: (ORDER.get(v.verdict, 5), v.label(), v.metric)):
         num = (lambda x: "-" if x is None else f"{x:.2f}")
         out.append(f"| {'**' + v.verdict + '**' if v.verdict in ('SLOWER', 'MISSING') else v.verdict} | "
-                   f"{_md(v.identity.label())} | {v.metric} | {num(v.baseline)} | {num(v.current)} | "
+                   f"{_md(v.label())} | {v.metric} | {num(v.baseline)} | {num(v.current)} | "
                    f"{'-' if v.delta is None else f'{100 * v.delta:+.1f} %'} | "
                    f"{'-' if v.allowance is None else f'{100 * v.allowance:.1f} %'} | {v.baseline_runs} |")
     why = [v for v in verdicts if v.verdict == CANNOT_JUDGE and v.why]
     if why:
         out += ["", "Cannot judge from this baseline (neither a pass nor a failure):", ""]
-        out += [f"- {_md(v.identity.label())} ({v.metric}): {_md(v.why)}" for v in why]
+        out += [f"- {_md(v.label())} ({v.metric}): {_md(v.why)}" for v in why]
     return "\n".join(out) + "\n"
 
 

@@ -3,7 +3,9 @@
 """mori-probe --health on the host runtime under mpirun (docs/mori-probe.md "Health"): a clean run exits 0 with a
 verdict per check in health[]; a pair slowed by the test-only fault matrix.slow-pair is named and the run exits 1;
 an expectations file that asks the impossible exits 1 naming the check; a malformed one exits 2 naming the file; a job
-of two simulated nodes runs the all-to-all within each node at once, and names the node whose all-to-all is wrong.
+of two simulated nodes runs the all-to-all within each node at once, and names the node whose all-to-all is wrong; a
+job of three ends with one verdict per node, writes the failing nodes to --bad-hosts, names a node whose driver, GPU
+count or handle type differs from the others', and a node whose all-to-all is far slower than its siblings'.
 
 usage: health_test.py BIN_DIR VALIDATE_JSON MPIRUN...
 """
@@ -56,10 +58,10 @@ ids = {c["id"] for c in (doc or {}).get("health", [])}
 want = {"doctor.no_error", "pair.write_gbps", "pair.read_gbps", "pair.latency_us", "pair.writes_verified",
         "nvlink.links_up", "a2a.verified", "expect.write_gbps", "expect.a2a_agg_bw_gbps"}
 check("health[] holds every kind of check", want <= ids, f"missing {sorted(want - ids)}\n{out}")
-fields = {"id", "subject", "verdict", "measured", "unit", "expected", "source", "detail"}
+fields = {"id", "subject", "verdict", "measured", "unit", "expected", "source", "detail", "node"}
 check("every check has its fields and a known verdict",
-      all(set(c) == fields and c["verdict"] in ("pass", "warn", "fail", "no_reference") for c in doc["health"])
-      if doc else False, out)
+      all(set(c) == fields and c["verdict"] in ("pass", "warn", "fail", "no_reference") and c["node"] is None
+          for c in doc["health"]) if doc else False, out)  # one node: no check names a node
 a2a = verdicts(doc, "a2a.verified")
 check("the all-to-all ran and verified", len(a2a) == 1 and a2a[0]["verdict"] == "pass", json.dumps(a2a))
 nv = verdicts(doc, "nvlink.links_up")
@@ -139,6 +141,67 @@ bad = [c["subject"] for c in a2a if c["verdict"] == "fail"]
 check("a node whose all-to-all is wrong is the one named, exit 1",
       rc == 1 and len(a2a) == 2 and len(bad) == 1 and bad[0].endswith(" on nodeB") and "nodeB" in out,
       json.dumps(a2a) + out)
+
+# Three simulated nodes of 2 ranks (fleet checks need a majority): the fleet table, --bad-hosts, a node that differs.
+bad_hosts = os.path.join(TMP, "bad-hosts.txt")
+
+
+def three_nodes(env_c=()):
+    side = [PROBE, "--backend", "host", "--timeout-s", "30", *FAST, "--json", out2, "--bad-hosts", bad_hosts]
+    for p in (out2, bad_hosts):
+        if os.path.exists(p):
+            os.remove(p)
+    cmd = list(MPIRUN)
+    for i, node in enumerate(("nodeA", "nodeB", "nodeC")):
+        cmd += ([":"] if i else []) + ["-n", "2", *with_env([f"MORI_NODE_ID={node}", *(env_c if i == 2 else ())],
+                                                            side)]
+    rc, text = job(cmd)[:2]
+    bad = open(bad_hosts).read() if os.path.exists(bad_hosts) else None
+    return rc, text, (json.load(open(out2)) if os.path.exists(out2) else None), bad
+
+
+rc, out, doc, bad = three_nodes()
+nodes = [(n["node"], n["ranks"], n["verdict"]) for n in (doc or {}).get("health_nodes", [])]
+# A node's verdict may be warn: on the host runtime's loaded cores a pair is an outlier now and then.
+check("three nodes: exit 0, one passing verdict per node, an empty --bad-hosts file, the fleet checks pass",
+      rc == 0 and [(n, r) for n, r, _ in nodes] == [("nodeA", "0-1"), ("nodeB", "2-3"), ("nodeC", "4-5")]
+      and all(v in ("pass", "warn") for _, _, v in nodes)
+      and bad == "" and {c["verdict"] for c in doc["health"] if c["id"].startswith("fleet.")} <= {"pass", "warn"}
+      and {c["verdict"] for c in doc["health"]
+           if c["id"].startswith("fleet.") and c["id"] != "fleet.a2a_slow"} == {"pass"}
+      and "health, per node:" in out, out)
+check("... every pair and all-to-all check names its node",
+      all(c.get("node") in ("nodeA", "nodeB", "nodeC") for c in doc["health"]
+          if c["id"].startswith(("pair.", "a2a."))), json.dumps(doc["health"])[:2000])
+for fault, check_id in (("health.driver-version", "fleet.driver_version"), ("health.gpu-count", "fleet.gpu_count"),
+                        ("health.handle-type", "fleet.handle_type")):
+    rc, out, doc, bad = three_nodes([f"MORI_FAULT={fault}:*"])
+    # (Pair checks left out: on the host runtime's loaded cores a pair may fail as an outlier now and then.)
+    failing = [(c["id"], c.get("node")) for c in (doc or {}).get("health", [])
+               if c["verdict"] == "fail" and c["id"].startswith(("fleet.", "a2a.", "doctor."))]
+    last = [ln for ln in out.splitlines() if ln.startswith("health: ")][-1:]
+    check(f"{fault} on nodeC: {check_id} fails on nodeC alone, exit 1, the last line and --bad-hosts name it",
+          rc == 1 and failing == [(check_id, "nodeC")] and "nodeC" in (bad or "").split()
+          and bool(last) and last[0].startswith("health: FAIL on ") and "nodeC" in last[0],
+          json.dumps(failing) + out[-3000:])
+# nodeC's pushes take 100 ms more each (a2a.slow-kernel): fleet.a2a_slow names it, the slowest by far; on the host
+# runtime, where a loaded core is not a slow node, as a warning (a fail on GPUs: Health.FleetA2aSlow*).
+rc, out, doc, bad = three_nodes(["MORI_FAULT=a2a.slow-kernel:*", "MORI_FAULT_DELAY_NS=100000000"])
+slow = {c["node"]: c for c in (doc or {}).get("health", []) if c["id"] == "fleet.a2a_slow" and c.get("node")}
+check("a2a.slow-kernel on nodeC: fleet.a2a_slow names nodeC (warn on the host runtime), its ratio the largest, "
+      "past 10",
+      "nodeC" in slow and slow["nodeC"]["verdict"] == "warn" and slow["nodeC"]["measured"] > 10
+      and all(c["measured"] < slow["nodeC"]["measured"] for n, c in slow.items() if n != "nodeC")
+      and any(n["node"] == "nodeC" and n["verdict"] in ("warn", "fail") for n in doc["health_nodes"]),
+      json.dumps(list(slow.values())) + out[-3000:])
+rc, out, doc, bad = three_nodes(["MORI_FAULT=a2a.overrun:*"])
+rows = {n["node"]: n for n in (doc or {}).get("health_nodes", [])}
+check("a node whose all-to-all is wrong: its row of the table fails on a2a.verified, --bad-hosts names it",
+      rc == 1 and "nodeC" in (bad or "").split() and rows.get("nodeC", {}).get("verdict") == "fail"
+      and "a2a.verified" in rows["nodeC"]["failing"]
+      and all("a2a.verified" not in rows[n]["failing"] for n in ("nodeA", "nodeB")), out[-3000:])
+rc, out, doc = run(2, ["--bad-hosts", os.path.join(TMP, "no-such-dir", "x")])
+check("--bad-hosts into a missing folder: exit 2, one line", rc == 2 and "--bad-hosts" in out, out)
 
 # A malformed expectations file: exit 2, one line naming the file, no JSON written.
 for label, content in (("not JSON", "{ nope"),

@@ -10,6 +10,8 @@ folder, on free ports; nothing under /etc, no service manager. Then:
   - each tool (mori-probe, mori-a2a, mori-teardown-repro --scenario all) under `srun --mpi=pmix -n 4` and under
     `salloc -n 4 mpirun ...`: exit 0, world 4, one node, the all-to-all verified (wrong 0), each teardown scenario
     its expected outcome;
+  - mori-a2a under `srun --mpi=pmix -n 4` as two simulated nodes of 2 (MORI_NODE_ID from SLURM_PROCID): one
+    all-to-all within each node, both verified, the fleet report;
   - `srun --mpi=none` and `--mpi=pmi2` (-n 2), plugins Open MPI cannot speak: never a job of one per rank (Open
     MPI ends each rank in MPI_Init); with SLURM_NODELIST unset on the ranks (Open MPI then makes each a job of one)
     the tools' launcher check refuses every rank (exit 2);
@@ -378,6 +380,20 @@ for name, args in TOOLS.items():
 for name, args in TOOLS.items():
     rc, out, doc, _ = run(f"salloc-{name}", [*SALLOC, *MPIRUN_IN_ALLOC, *tool(name, args)])
     judge(f"salloc -n {N} mpirun", name, rc, out, doc)
+
+# The main job on two nodes under srun: the tasks as two simulated nodes (MORI_NODE_ID from SLURM_PROCID), one
+# all-to-all within each, both at once (docs/mori-a2a.md "Many nodes").
+HALF = N // 2
+as_nodes = ["sh", "-c", f'export MORI_NODE_ID=node$((SLURM_PROCID / {HALF})); exec "$@"', "sh"]
+rc, out, doc, _ = run("srun-fleet", [*SRUN, "--mpi=pmix", "-n", str(N), *as_nodes, *tool("mori-a2a", TOOLS["mori-a2a"])])
+teams = [(t.get("node"), t.get("ranks"), t.get("wrong")) for t in (doc or {}).get("teams") or []]
+check(f"srun --mpi=pmix -n {N} mori-a2a as 2 nodes of {HALF}: exit 0, mori.a2a/3, one team a node, every row "
+      "verified, a fleet line per configuration",
+      rc == 0 and (doc or {}).get("schema") == "mori.a2a/3"
+      and teams == [("node0", f"0-{HALF - 1}", 0), ("node1", f"{HALF}-{N - 1}", 0)]
+      and all(r.get("wrong") == 0 for r in doc.get("results") or [])
+      and len([ln for ln in out.splitlines() if ln.startswith("# fleet ")]) == len(doc.get("fleet") or [None]),
+      out)
 
 # srun with a plugin Open MPI does not speak. A shell around each rank reports the rank's own code (srun's is the
 # launcher's to choose: docs/setup.md, "Launching").

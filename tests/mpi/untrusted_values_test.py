@@ -276,8 +276,13 @@ jdir = os.path.join(TMP, "watchdog")
 keep = ["-disable-auto-cleanup"] if harness.mpi_vendor(MPIRUN) == "MPICH" else []
 rc, out, secs = run([*MPIRUN, *keep, "-n", "4", TD, "--backend", "host", "--timeout-s", "1", "--scenario", "ordered",
                      "--journal-dir", jdir], {"MORI_FAULT": "teardown.unmap_local.hang:*"}, timeout=120)
+# Each rank's watchdog ends it with _exit(4). Once in CI, under load, MPICH's mpiexec reported the job as ended by a
+# hangup signal after all four ranks had said so: there the launcher's code is not the ranks', and the check is
+# every rank's own line with a failing code.
+ended = len(re.findall(r"ending this rank with exit code 4", out))
 check("every rank stopped in unmap_local: the watchdog fires after the bound and its margin, naming the step",
-      rc == 4 and "step unmap_local of scenario ordered ran past 6.1 s" in out and secs >= 6, f"{secs:.1f} s\n{out}")
+      (rc == 4 or (bool(keep) and rc != 0 and ended == 4)) and "step unmap_local of scenario ordered ran past 6.1 s"
+      in out and secs >= 6, f"{secs:.1f} s\n{out}")
 rc, out, _ = run([TD, "--backend", "host", "--summarize", jdir])
 check("--summarize: hang in unmap_local, the bound as people read it", rc == 1 and "hung in step unmap_local" in out
       and "6.1 s" in out and not re.search(r"\d\.\d{6}", out), out)

@@ -71,18 +71,45 @@ std::string old_line(const A2aResult& r, const std::string& notes) {
 }  // namespace
 
 TEST(A2aRow, JsonKeysInTheReportsOrder) {
-  const std::vector<std::string> keys = {"chunk_bytes",     "addressing",    "sync",
-                                         "graph",           "graph_iters",   "protocol",
-                                         "blocks_per_peer", "unroll",        "launch",
-                                         "signal_scope",    "source_cache",  "placement",
-                                         "table_world",     "table_device",  "iters",
-                                         "samples",         "time_us",       "push_only_us",
-                                         "sync_only_us",    "agg_bw_gbps",   "total_bw_gbps",
-                                         "algbw_gbps",      "busbw_gbps",    "ceiling_bw_gbps",
-                                         "ceiling_kind",    "ceiling_graph", "ceiling_spread",
-                                         "ceilings",        "ceiling_ratio", "physical_bw_gbps",
-                                         "physical_source", "l2_resident",   "verified_epochs",
-                                         "skew_us",         "wrong"};
+  // mori.a2a/3 added team_size, team and launch_us; the others keep their order.
+  const std::vector<std::string> keys = {"chunk_bytes",
+                                         "addressing",
+                                         "sync",
+                                         "graph",
+                                         "graph_iters",
+                                         "protocol",
+                                         "blocks_per_peer",
+                                         "unroll",
+                                         "launch",
+                                         "signal_scope",
+                                         "source_cache",
+                                         "placement",
+                                         "table_world",
+                                         "table_device",
+                                         "team_size",
+                                         "team",
+                                         "iters",
+                                         "samples",
+                                         "time_us",
+                                         "launch_us",
+                                         "push_only_us",
+                                         "sync_only_us",
+                                         "agg_bw_gbps",
+                                         "total_bw_gbps",
+                                         "algbw_gbps",
+                                         "busbw_gbps",
+                                         "ceiling_bw_gbps",
+                                         "ceiling_kind",
+                                         "ceiling_graph",
+                                         "ceiling_spread",
+                                         "ceilings",
+                                         "ceiling_ratio",
+                                         "physical_bw_gbps",
+                                         "physical_source",
+                                         "l2_resident",
+                                         "verified_epochs",
+                                         "skew_us",
+                                         "wrong"};
   const Json j = to_json(full_row());
   std::vector<std::string> got;
   for (const auto& [k, v] : j.items()) got.push_back(k);
@@ -101,6 +128,16 @@ TEST(A2aRow, JsonKeysInTheReportsOrder) {
   EXPECT_EQ(b["ceiling_ratio"], 0.0);  // no ceiling measured
   EXPECT_TRUE(b["ceilings"][0]["blocks_per_peer"].is_null());
   EXPECT_TRUE(b["ceilings"][0]["source_cache"].is_null());
+  EXPECT_TRUE(b["launch_us"].is_null());  // a row that timed no launch call
+  A2aResult team = full_row();
+  team.launch_us = 2.5;
+  team.team_node = "nodeB";
+  team.team_ranks = "4-7";
+  team.team_size = 4;
+  const Json t = to_json(team);
+  EXPECT_EQ(t["launch_us"], 2.5);
+  EXPECT_EQ(t["team"].dump(), R"({"node":"nodeB","ranks":"4-7"})");
+  EXPECT_EQ(t["team_size"], 4);
 }
 
 TEST(A2aRow, TableIsThePrintersTable) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "mori/symm/a2a/fleet.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/health/health.hpp"
 
@@ -205,21 +206,24 @@ TEST(Health, DiagnosisErrorFails) {
 }
 
 TEST(Health, AllToAllVerifiedOrNotRun) {
-  A2aFact ok{true, "", 4, 1 << 20, "device", false, 100.0, 0, "", ""};
+  A2aFact ok{true, "", 4, 1 << 20, "device", false, 100.0, 0, "", "", {}, ""};
   A2aFact bad = ok;
   bad.wrong = 3;
+  bad.wrong_ranks = {1, 2};
+  bad.wrong_by = "rank 1,2";
   A2aFact skipped;
   skipped.not_run = "one rank: no peers";
   const auto c = check_a2a({ok, bad, skipped});
   EXPECT_EQ(c[0].verdict, Verdict::pass);
   EXPECT_EQ(c[1].verdict, Verdict::fail);
+  EXPECT_EQ(c[1].detail, "3 wrong element(s), received by rank 1,2");
   EXPECT_EQ(c[2].verdict, Verdict::no_reference);
   EXPECT_NE(c[2].detail.find("no peers"), std::string::npos);
 }
 
 // On a job of several nodes each node's fact names it; a run that failed is a fail naming the error.
 TEST(Health, AllToAllPerNodeNamesTheNode) {
-  A2aFact a{true, "", 4, 1 << 20, "device", false, 100.0, 0, "nodeA", ""};
+  A2aFact a{true, "", 4, 1 << 20, "device", false, 100.0, 0, "nodeA", "", {}, ""};
   A2aFact b = a;
   b.node = "nodeB";
   b.ran = false;
@@ -342,7 +346,7 @@ TEST(Health, A2aExpectationMatchesWorldAndChunk) {
             {"source", "results/h200/a2a-w8-r1.json"},
             {"source_kind", "evidence"}};
   const auto e = parse_expectations(expectations_doc({a}), "x.json");
-  A2aFact f{true, "", 8, 16777216, "device", false, 1700.0, 0, "", ""};
+  A2aFact f{true, "", 8, 16777216, "device", false, 1700.0, 0, "", "", {}, ""};
   auto c = check_a2a_expectations({f}, "NVIDIA H200", "same-device", e);
   EXPECT_EQ(c[0].verdict, Verdict::pass);
   f.agg_bw_gbps = 1000;
@@ -383,4 +387,113 @@ TEST(Health, FormatListsWhatDidNotPassAndCounts) {
   const Json j = to_json(check_diagnoses(Json::array()));
   EXPECT_EQ(j[0]["verdict"], "pass");
   EXPECT_EQ(j[0]["measured"], 0.0);
+}
+
+// ---- The fleet (docs/mori-probe.md "Health on many nodes")
+
+namespace {
+NodeFacts node_facts(const std::string& name, int gpus, const std::string& driver) {
+  return {name, "0-7", gpus, "NVIDIA H100 80GB HBM3", driver, "13000", "fabric"};
+}
+}  // namespace
+
+TEST(Health, FleetNamesTheOneNodeThatDiffersFromTheMajority) {
+  const auto checks =
+      check_fleet({node_facts("a", 8, "580.1"), node_facts("b", 7, "580.1"), node_facts("c", 8, "580.1")});
+  std::vector<std::string> failed;
+  for (const auto& c : checks)
+    if (c.verdict == Verdict::fail) failed.push_back(c.id + "@" + c.node);
+  EXPECT_EQ(failed, std::vector<std::string>{"fleet.gpu_count@b"});
+  for (const auto& c : checks)
+    if (c.verdict == Verdict::fail) {
+      EXPECT_EQ(c.detail, "GPUs '7', 2 of 3 nodes have '8'");
+    }
+  EXPECT_EQ(checks.size(),
+            5u);  // gpu_count fails on b; model, driver, runtime and handle type pass once each
+}
+
+TEST(Health, FleetNamesTheNodeWhoseHandleTypeDiffers) {
+  auto odd = node_facts("b", 8, "580.1");
+  odd.handle = "posix_fd";
+  const auto checks = check_fleet({node_facts("a", 8, "580.1"), odd, node_facts("c", 8, "580.1")});
+  std::vector<std::string> failed;
+  for (const auto& c : checks)
+    if (c.verdict == Verdict::fail) failed.push_back(c.id + "@" + c.node + ": " + c.detail);
+  EXPECT_EQ(failed, std::vector<std::string>{
+                        "fleet.handle_type@b: handle type 'posix_fd', 2 of 3 nodes have 'fabric'"});
+}
+
+namespace {
+A2aFact node_a2a(const std::string& node, int world, double gbps) {
+  A2aFact f;
+  f.ran = true;
+  f.node = node;
+  f.world = world;
+  f.agg_bw_gbps = gbps;
+  return f;
+}
+}  // namespace
+
+TEST(Health, FleetA2aSlowNamesTheNodePastTheMarginOfItsSize) {
+  // Four nodes of 8: times 1, 1, 1.1 and 1.5 (1 / bandwidth); lower median 1; margin 0.25: d alone is slow.
+  // A node of 7 is compared with nobody.
+  const std::vector<A2aFact> nodes = {node_a2a("a", 8, 100), node_a2a("b", 8, 100),
+                                      node_a2a("c", 8, 100 / 1.1), node_a2a("d", 8, 100 / 1.5),
+                                      node_a2a("e", 7, 10)};
+  const auto checks = check_fleet_a2a(nodes, A2aFleetRules{});
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].id, "fleet.a2a_slow");
+  EXPECT_EQ(checks[0].node, "d");
+  EXPECT_EQ(checks[0].verdict, Verdict::fail);
+  EXPECT_NEAR(*checks[0].measured, 1.5, 1e-9);
+}
+
+TEST(Health, FleetA2aSlowOnTheHostRuntimeWarnsPastThreeTimes) {
+  A2aFleetRules host;
+  host.host_runtime = true;
+  const auto two = check_fleet_a2a({node_a2a("a", 2, 30), node_a2a("b", 2, 12)}, host);  // 2.5x: no flag
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0].verdict, Verdict::pass);
+  EXPECT_EQ(two[0].node, "");
+  const auto slow = check_fleet_a2a({node_a2a("a", 2, 30), node_a2a("b", 2, 3)}, host);  // 10x: a warning
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].verdict, Verdict::warn);
+  EXPECT_EQ(slow[0].node, "b");
+  // One node, a failed or unmeasured one: nothing to compare.
+  auto failed = node_a2a("b", 2, 1);
+  failed.error = "lost";
+  EXPECT_TRUE(check_fleet_a2a({node_a2a("a", 2, 30), failed}, host).empty());
+  EXPECT_TRUE(check_fleet_a2a({node_a2a("a", 2, 30)}, A2aFleetRules{}).empty());
+}
+
+TEST(Health, FleetWithoutAMajorityFailsEveryNode) {
+  const auto checks = check_fleet({node_facts("a", 8, "580.1"), node_facts("b", 8, "575.0")});
+  int fails = 0;
+  for (const auto& c : checks)
+    if (c.id == "fleet.driver_version") {
+      EXPECT_EQ(c.verdict, Verdict::fail);
+      EXPECT_NE(c.detail.find("no value holds a majority"), std::string::npos);
+      ++fails;
+    }
+  EXPECT_EQ(fails, 2);
+  EXPECT_TRUE(check_fleet({node_facts("alone", 8, "580.1")}).empty());
+}
+
+TEST(Health, NodeHealthIsTheWorstOfItsChecks) {
+  const std::vector<NodeFacts> nodes = {node_facts("a", 8, "x"), node_facts("b", 8, "x"),
+                                        node_facts("c", 8, "x")};
+  std::vector<HealthCheck> checks = {
+      {"pair.write_gbps", "0->1", Verdict::warn, 1.0, "GB/s", "", "", "", "a"},
+      {"a2a.verified", "all-to-all", Verdict::fail, 3.0, "count", "", "", "", "b"},
+      {"a2a.verified", "all-to-all", Verdict::fail, 3.0, "count", "", "", "", "b"},
+      {"doctor.no_error", "every rank", Verdict::fail, 1.0, "count", "", "", "", ""}};
+  const auto h = node_health(nodes, checks);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].verdict, Verdict::warn);
+  EXPECT_EQ(h[1].verdict, Verdict::fail);
+  EXPECT_EQ(h[1].failing, std::vector<std::string>{"a2a.verified"});
+  EXPECT_EQ(h[2].verdict, Verdict::pass);  // a check of the whole job names no node
+  EXPECT_EQ(failing_nodes(h), std::vector<std::string>{"b"});
+  EXPECT_NE(format_node_health(h).find("a2a.verified"), std::string::npos);
+  EXPECT_EQ(to_json(h[1])["failing"][0], "a2a.verified");
 }

@@ -62,7 +62,7 @@ struct A2aBench::Impl {
         me(b.rank()),
         world(b.world()),
         info(r.device_info(dev)),
-        hooks(b.rank()) {
+        hooks(world_rank_noexcept()) {  // MORI_FAULT names the job's ranks, also within a team
     const bool host = rt.platform() == Platform::host;
     if (boot.team_size() != world)
       throw UsageError("the all-to-all: every rank must be in one load/store team (this job spans " +
@@ -88,7 +88,8 @@ struct A2aBench::Impl {
     win = std::make_unique<Window>(rt, wo);
     win->rendezvous(boot);
     eng = detail::make_a2a_engine(
-        {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch});
+        {rt, *win, me, world, device, boot.timeout_s(), static_cast<std::size_t>(world) * max_pitch,
+         [b = &boot](const std::vector<int>& ranks) { return b->name_ranks(ranks); }});
     rows = std::make_unique<detail::A2aRowRunner>(
         detail::A2aRowRunner{*eng, boot, cfg, setup.facts, hooks, win->layout().signal_offset, ll_offset});
     // Every flag of the ll staging starts as 0xFFFFFFFF, which the signed comparison of kernels/a2a.hip takes
@@ -109,15 +110,29 @@ std::string A2aBench::handle_type() const {
 bool A2aBench::time_sliced() const {
   return impl_->setup.time_sliced;
 }
+const std::string& A2aBench::plan_note() const {
+  return impl_->setup.plan_note;
+}
 
-std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&)>& progress) {
+std::vector<A2aResult> A2aBench::run(const std::function<void(const std::string&)>& progress,
+                                     Bootstrap* job) {
   auto& m = *impl_;
   std::vector<A2aResult> out;
   for (std::size_t chunk : m.cfg.chunks) {
-    detail::Timer t = m.rows->timer(0);
     const A2aChunkPlan plan = a2a_chunk_plan(m.cfg, m.setup.facts, chunk);
+    // Teams align per chunk and per row: as many rows as the longest plan of the job.
+    std::size_t rows = plan.rows.size();
+    if (job) {
+      for (auto n : job->allgather_value("a2a.teams.rows", static_cast<std::uint64_t>(rows)))
+        rows = std::max<std::size_t>(rows, n);
+      job->barrier_fast("a2a.teams.chunk");
+    }
+    detail::Timer t = m.rows->timer(0);
     const Ceiling ceiling = detail::measure_ceiling(t, m.rows->layout(chunk), plan.ceiling_copies, m.world);
-    for (const A2aRowPlan& row : plan.rows) out.push_back(m.rows->run(plan, row, ceiling));
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (job) job->barrier_fast("a2a.teams.row");
+      if (i < plan.rows.size()) out.push_back(m.rows->run(plan, plan.rows[i], ceiling));
+    }
     if (m.me == 0 && progress) {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "chunk %zu B done: ceiling %.1f GB/s (%s%s, spread %.1f%%)", chunk,

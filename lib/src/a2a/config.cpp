@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/chunk.hpp"
 #include "mori/symm/a2a/plan.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/base/enum_names.hpp"
 #include "mori/symm/base/error.hpp"
 

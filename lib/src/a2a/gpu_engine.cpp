@@ -195,9 +195,9 @@ class GpuEngine final : public A2aEngine {
     std::vector<int> missing;
     for (int q = 0; q < c_.world; ++q)
       if (st[1 + static_cast<std::size_t>(q)]) missing.push_back(q);
-    throw TimeoutError("a2a device barrier: rank " + std::to_string(c_.me) + " waited more than " +
-                       std::to_string(c_.timeout_s) +
-                       " s; ranks not arrived: " + detail::join_ranks(missing));
+    throw TimeoutError(
+        "a2a device barrier: " + rank_tag() + " waited more than " + std::to_string(c_.timeout_s) +
+        " s; ranks not arrived: " + (c_.name_ranks ? c_.name_ranks(missing) : detail::join_ranks(missing)));
   }
 
   std::uint64_t take_wrong() override {

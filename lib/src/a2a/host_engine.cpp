@@ -157,9 +157,9 @@ class HostEngine final : public A2aEngine {
       std::vector<int> missing;
       for (int r = 0; r < c_.world; ++r)
         if (behind(r)) missing.push_back(r);
-      throw TimeoutError("a2a device barrier (host runtime): rank " + std::to_string(c_.me) +
-                         " waited more than " + std::to_string(c_.timeout_s) + " s (" + what +
-                         "); ranks not arrived: " + detail::join_ranks(missing));
+      throw TimeoutError("a2a device barrier (host runtime): " + rank_tag() + " waited more than " +
+                         std::to_string(c_.timeout_s) + " s (" + what + "); ranks not arrived: " +
+                         (c_.name_ranks ? c_.name_ranks(missing) : detail::join_ranks(missing)));
     }
   }
 

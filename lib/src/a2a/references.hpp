@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Private to the all-to-all driver: the references (ceiling, physical limit) every result row is compared with;
-// the ceiling is timed by the driver's Timer (timer.hpp).
+// Private to the all-to-all driver: the references (ceiling, physical limit) every result row is compared
+// with; the ceiling is timed by the driver's Timer (timer.hpp).
 #pragma once
 
 #include <vector>
 
-#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/detail/engine.hpp"
 #include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "timer.hpp"
 
 namespace mori::symm::detail {

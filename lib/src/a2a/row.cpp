@@ -120,6 +120,18 @@ const std::vector<A2aRowField> kFields = {
      "was recorded); differs from the row's GPU where no cell was measured on it: the nearest GPU's (the "
      "same arch, then the same vendor; docs/mori-a2a.md \"The automatic tables\")",
      [](R r) { return Json(r.table_device); }},
+    {"team_size", R"j({"type": "integer", "minimum": 1})j", "", kId, kNone, false,
+     "ranks in the load/store team that ran the row (absent before mori.a2a/3: the job's world, one team)",
+     [](R r) { return Json(r.team_size); }},
+    {"team",
+     R"j({"type": "object", "required": ["node", "ranks"], "properties": {"node": {"type": "string"}, )j"
+     R"j("ranks": {"type": "string"}}})j",
+     "", kDetail, kNone, false,
+     "the team that ran the row: its node as users name it (the host, or the node id) and its ranks in the "
+     "job, as ranges (\"0-3\"); absent before mori.a2a/3",
+     [](R r) {
+       return Json{{"node", r.team_node}, {"ranks", r.team_ranks}};
+     }},
     {"iters", R"j({"type": "integer", "minimum": 1})j", "", kDetail, kNone, true,
      "timed iterations (graph: replays x graph_iters)", [](R r) { return Json(r.iters); }},
     {"samples", R"j({"type": "integer", "minimum": 1})j", "", kDetail, kNone, true,
@@ -142,6 +154,12 @@ const std::vector<A2aRowField> kFields = {
                    {"mean", r.time_us.mean}};
      },
      {7, "p50_us", 9, [](R r) { return fixed(r.time_us.p50, 2); }}},
+    {"launch_us", R"j({"type": ["number", "null"], "minimum": 0})j", "us", kRef, kNone, false,
+     "p50 of the host time of one timed iteration's launch call(s), the maximum over ranks per sample: the "
+     "kernel launch for eager rows, the graph launch divided by graph_iters for graph rows, the push call "
+     "for "
+     "host-sync rows (absent before mori.a2a/3)",
+     [](R r) { return r.launch_us ? Json(*r.launch_us) : Json(nullptr); }},
     {"push_only_us",
      R"j({"type": "number", "minimum": 0})j",
      "us",

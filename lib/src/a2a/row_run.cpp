@@ -3,6 +3,7 @@
 #include "row_run.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 
 #include "mori/symm/base/log.hpp"
@@ -10,16 +11,6 @@
 #include "mori/symm/comm/stats.hpp"
 
 namespace mori::symm::detail {
-
-namespace {
-
-std::uint64_t sum_over_ranks(Bootstrap& boot, std::uint64_t v, const std::string& step) {
-  std::uint64_t s = 0;
-  for (auto x : boot.allgather_value(step, v)) s += x;
-  return s;
-}
-
-}  // namespace
 
 A2aLayout A2aRowRunner::layout(std::size_t chunk) const {
   const std::uint64_t pitch = a2a_pitch(chunk);
@@ -35,9 +26,10 @@ PushSpec A2aRowRunner::spec(Addressing a, bool sync, std::size_t chunk, Protocol
 
 // Poisons both receive buffers, then runs verify_epochs back-to-back epochs (each: odd ranks late, fill with
 // the epoch's tag, push, verify on the stream as a consumer would); graph mode captures them and replays the
-// capture twice. Returns the wrong words summed over ranks.
+// capture twice. Returns the wrong words summed over ranks; *wrong_ranks: the job's ranks that found any.
 std::uint64_t A2aRowRunner::verify(const A2aLayout& L, const PushSpec& base, int graph_k,
-                                   const std::string& tag, double skew, int* epochs_run) const {
+                                   const std::string& tag, double skew, int* epochs_run,
+                                   std::vector<int>* wrong_ranks) const {
   eng.poison(2 * L.region);
   eng.sync();
   boot.barrier(tag + ".poisoned");
@@ -65,7 +57,15 @@ std::uint64_t A2aRowRunner::verify(const A2aLayout& L, const PushSpec& base, int
     for (int e = 0; e < cfg.verify_epochs; ++e) epoch(e);
     *epochs_run = cfg.verify_epochs;
   }
-  const std::uint64_t wrong = sum_over_ranks(boot, eng.take_wrong(), tag + ".wrong");
+  // Every rank's count, so that an error can name the ranks that received wrong elements.
+  const auto per_rank = boot.allgather_value<std::uint64_t>(tag + ".wrong", eng.take_wrong());
+  std::uint64_t wrong = 0;
+  wrong_ranks->clear();
+  for (int q = 0; q < boot.world(); ++q)
+    if (per_rank[static_cast<std::size_t>(q)]) {
+      wrong += per_rank[static_cast<std::size_t>(q)];
+      wrong_ranks->push_back(boot.job_rank(q));
+    }
   boot.barrier(tag + ".verified");
   return wrong;
 }
@@ -89,7 +89,7 @@ A2aResult A2aRowRunner::run(const A2aChunkPlan& plan, const A2aRowPlan& row, con
   const std::string tag = std::string("a2a.") + to_string(row.addressing) + "." + to_string(row.sync) + "." +
                           to_string(row.protocol) + (r.graph ? ".graph" : "");
   r.skew_us = cfg.skew_us >= 0 ? cfg.skew_us : eng.default_skew_us();
-  r.wrong = verify(L, s, graph_k, tag, r.skew_us, &r.verified_epochs);
+  r.wrong = verify(L, s, graph_k, tag, r.skew_us, &r.verified_epochs, &r.wrong_ranks);
 
   Timer t = timer(graph_k);
   // The push alone is the plain push of the same bytes for every protocol: the floor all of them share.
@@ -97,12 +97,16 @@ A2aResult A2aRowRunner::run(const A2aChunkPlan& plan, const A2aRowPlan& row, con
   if (device_sync) bare.overlap = s.overlap;  // the row's launch mode (a push that never waits may overlap)
   const A2aLayout empty = layout(0);
   // One iteration, the push alone and the synchronisation alone, in the row's launch mode.
+  std::vector<double> launches;  // this rank's launch calls of the timed iterations
   std::function<void()> iteration = [&] { eng.push(L, s); };
   std::function<void()> push_alone = [&] { eng.push(L, bare); };
   std::function<void()> sync_alone = [&] { eng.push(empty, s); };
   if (!device_sync) {
     iteration = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
       eng.push(L, s);
+      launches.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       eng.sync();
       boot.barrier_fast(tag + ".iter");
     };
@@ -114,7 +118,13 @@ A2aResult A2aRowRunner::run(const A2aChunkPlan& plan, const A2aRowPlan& row, con
   }
   const Launch how = r.graph ? Launch::graph : device_sync ? Launch::stream : Launch::wall;
   hooks.before_timed_loop(tag, device_sync, r.graph, boot.timeout_s());
+  if (how != Launch::wall) t.launch_us = &launches;
   r.time_us = time_stats(max_over_ranks(boot, tag + ".times", t.samples(how, iteration, tag)));
+  t.launch_us = nullptr;
+  // The wall mode's iteration recorded its warmup too: the timed ones are the last.
+  const std::size_t timed = static_cast<std::size_t>(r.time_us.samples);
+  if (launches.size() > timed) launches.erase(launches.begin(), launches.end() - static_cast<long>(timed));
+  if (!launches.empty()) r.launch_us = time_stats(max_over_ranks(boot, tag + ".launch", launches)).p50;
   r.push_only_us = t.p50(how, push_alone, tag + ".push_only");
   r.sync_only_us = t.p50(how, sync_alone, tag + ".sync_only");
   r.iters = r.time_us.samples * std::max(graph_k, 1);
@@ -122,6 +132,7 @@ A2aResult A2aRowRunner::run(const A2aChunkPlan& plan, const A2aRowPlan& row, con
   r.signal_scope = !device_sync ? "none" : s.device_scope ? "device" : "system";
   r.source_cache = row.protocol == Protocol::copy ? "none" : s.source_evict_first ? "evict_first" : "normal";
   put_rates(r, plan, ceiling);
+  r.team_size = boot.world();
   return r;
 }
 

@@ -40,7 +40,7 @@ struct A2aRowRunner {
   // The row's kernel shape and launch (a2a/plan.hpp), with the test hook's delay.
   PushSpec spec(Addressing a, bool sync, std::size_t chunk, Protocol proto = Protocol::simple) const;
   std::uint64_t verify(const A2aLayout& L, const PushSpec& base, int graph_k, const std::string& tag,
-                       double skew, int* epochs_run) const;
+                       double skew, int* epochs_run, std::vector<int>* wrong_ranks) const;
   void warn_blocks_per_peer(Protocol proto, const PushSpec& s) const;
   void put_rates(A2aResult& r, const A2aChunkPlan& plan, const Ceiling& ceiling) const;
 };

@@ -103,8 +103,8 @@ A2aSetup gather_a2a_setup(Runtime& rt, Bootstrap& boot, int device, const Device
   s.facts.distinct_policy = hooks.distinct_policy();
   const auto without_hints = find_cache_hints(rt, boot, device, s);
   a2a_plan_refusals(cfg, s.facts, without_hints, s.jit_arch);
-  if (const std::string note = a2a_table_note(s.facts); !note.empty() && boot.rank() == 0)
-    spdlog::info("plan: {}", note);
+  s.plan_note = a2a_table_note(s.facts);
+  if (!s.plan_note.empty() && boot.job_rank(boot.rank()) == 0) spdlog::info("plan: {}", s.plan_note);
   return s;
 }
 

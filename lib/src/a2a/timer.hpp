@@ -29,6 +29,9 @@ struct Timer {
   int warmup = 5;
   int iters = 20;
   int graph_k = 16;
+  // Where set, samples() in the stream and graph modes also records the host time of each timed launch call
+  // (the graph's divided by graph_k), one per sample (docs/mori-a2a.md "launch_us").
+  std::vector<double>* launch_us = nullptr;
   // This rank's samples (microseconds per call); collective (barriers around the timed part).
   std::vector<double> samples(Launch how, const std::function<void()>& one, const std::string& step);
   // p50 of the per-sample maximum over ranks; collective.

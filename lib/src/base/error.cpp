@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <cstdio>
+#include <mutex>
 
 namespace mori::symm {
 namespace {
 std::atomic<int> g_rank{-1};
 std::atomic<bool> g_wait_expired{false};
+std::mutex g_node_mutex;
+std::string g_node;  // guarded by g_node_mutex
 
 std::string format_api(const std::string& call, const char* file, int line, const std::string& api_error,
                        const std::string& detail) {
@@ -51,7 +54,13 @@ const char* errno_name(int err) noexcept {
 
 std::string rank_tag() {
   int r = g_rank.load();
-  return r < 0 ? std::string("rank ?") : "rank " + std::to_string(r);
+  std::string tag = r < 0 ? std::string("rank ?") : "rank " + std::to_string(r);
+  std::lock_guard<std::mutex> lock(g_node_mutex);
+  return g_node.empty() ? tag : g_node + " " + tag;
+}
+void set_node_tag(const std::string& node) {
+  std::lock_guard<std::mutex> lock(g_node_mutex);
+  g_node = node;
 }
 void set_rank_tag(int rank) noexcept {
   g_rank.store(rank);

@@ -26,7 +26,8 @@ constexpr const char* kKnownPoints[] = {
     "a2a.overrun",         "a2a.announce",           "a2a.distinct-policy",
     "journal.full",        "matrix.no-pong",         "matrix.short-write",
     "matrix.slow-pair",    "revision.app",           "revision.library",
-    "a2a.slow-kernel",
+    "a2a.slow-kernel",     "health.gpu-count",       "health.driver-version",
+    "health.handle-type",
 };
 
 #ifdef MORI_FAULT_INJECTION

@@ -14,6 +14,18 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return s;
 }
 
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]) +
+           (j > i ? "-" + std::to_string(ranks[j]) : std::string());
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";

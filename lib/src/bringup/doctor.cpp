@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -73,6 +74,7 @@ const std::vector<CatalogEntry> kCatalog = {
 };
 
 using detail::join_ranks;
+using detail::rank_ranges;
 
 Diagnosis make(const char* id, std::vector<int> ranks, std::string evidence, int device = -1) {
   const std::string name(id);  // a named string: GCC 13 warns of a reference bound through a temporary
@@ -176,11 +178,19 @@ void check_fd_limits(const std::vector<RankFacts>& ranks, int windows, std::vect
 
 void check_teams(const std::vector<RankFacts>& ranks, std::vector<Diagnosis>& out) {
   std::map<int, std::vector<int>> nodes;
-  for (const auto& r : ranks) nodes[r.node].push_back(r.rank);
+  std::map<int, std::string> names;  // a node's name as users know it (host or node id), where the facts say
+  for (const auto& r : ranks) {
+    nodes[r.node].push_back(r.rank);
+    const std::string name(r.node_name, strnlen(r.node_name, sizeof(r.node_name)));
+    if (!name.empty()) names.emplace(r.node, name);
+  }
   if (nodes.size() < 2) return;
   std::string s;
-  for (const auto& [n, rk] : nodes)
-    s += (s.empty() ? "" : "; ") + ("node " + std::to_string(n) + ": ranks " + join_ranks(rk));
+  for (const auto& [n, rk] : nodes) {
+    const auto it = names.find(n);
+    s += (s.empty() ? "" : "; ") + (it != names.end() ? it->second : "node " + std::to_string(n)) +
+         ": ranks " + rank_ranges(rk);
+  }
   out.push_back(make("null_peers_outside_team", {},
                      std::to_string(nodes.size()) + " load/store teams (" + s +
                          "); peer pointers to ranks of other teams are null"));

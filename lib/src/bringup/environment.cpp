@@ -189,7 +189,8 @@ RankFacts local_rank_facts(Runtime* rt, int device, int rank, int node) {
 
 std::vector<RankFacts> gather_rank_facts(Bootstrap* boot, Runtime* rt, int device) {
   if (!boot) return {local_rank_facts(rt, device, 0, 0)};
-  const auto mine = local_rank_facts(rt, device, boot->rank(), boot->node_of(boot->rank()));
+  auto mine = local_rank_facts(rt, device, boot->rank(), boot->node_of(boot->rank()));
+  copy(mine.node_name, sizeof(mine.node_name), boot->node_name(boot->rank()));
   return boot->allgather_value("doctor.rank-facts", mine);
 }
 

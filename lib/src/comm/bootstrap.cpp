@@ -203,6 +203,9 @@ Bootstrap::Bootstrap(double timeout_s, const std::string& node_id_override, MPI_
     }
   }
   team_rank_ = team_index_[static_cast<std::size_t>(rank_)];
+  // Errors on a job of several nodes name the node first ("nodeB rank 5"); a team's Bootstrap (one node)
+  // leaves the job's tag alone.
+  if (num_nodes_ > 1) set_node_tag(node_names_[static_cast<std::size_t>(rank_)]);
   spdlog::debug("bootstrap: world {}, {} node(s), node {}, team rank {}/{}, timeout {} s", world_, num_nodes_,
                 node_[static_cast<std::size_t>(rank_)], team_rank_, team_.size(), format_seconds(timeout_s_));
 }
@@ -221,7 +224,28 @@ std::unique_ptr<Bootstrap> Bootstrap::team_bootstrap(const std::string& step) {
   }
   MORI_WARN_MPI(MPI_Comm_free(&split));  // the team's Bootstrap holds a duplicate
   log::set_rank(rank_);                  // its constructor named the team's rank
+  team->job_ranks_ = team_;              // split by node, keyed by job rank: team rank i is team_[i]
+  team->job_node_ = node_name(rank_);
   return team;
+}
+
+std::string Bootstrap::name_ranks(const std::vector<int>& ranks) const {
+  std::vector<int> job;
+  for (int r : ranks) job.push_back(job_rank(r));
+  if (!job_node_.empty()) return job_node_ + ": " + join_ranks(job);
+  if (num_nodes_ <= 1) return join_ranks(job);
+  // Grouped by node, in the order of each node's first rank.
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (int r : job) {
+    const bool known = r >= 0 && r < world_;
+    const std::string name = known ? node_name(r) : std::string("?");
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {name, {}});
+    it->second.push_back(r);
+  }
+  std::string out;
+  for (const auto& [name, rs] : groups) out += (out.empty() ? "" : "; ") + name + ": " + join_ranks(rs);
+  return out;
 }
 
 Bootstrap::~Bootstrap() {
@@ -268,8 +292,8 @@ void Bootstrap::wait_all(const std::string& step, std::vector<MPI_Request>& reqs
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   std::string who = report_missing
-                        ? "ranks not arrived: " + join_ranks(missing)
-                        : "waiting on rank " + join_ranks(missing) + " (rank 0 names the missing ranks)";
+                        ? "ranks not arrived: " + name_ranks(missing)
+                        : "waiting on rank " + name_ranks(missing) + " (rank 0 names the missing ranks)";
   throw TimeoutError("step '" + step + "' timed out after " + format_seconds(bound) + " s on " + rank_tag() +
                      "; " + who);
 }
@@ -350,7 +374,7 @@ void Bootstrap::allgather(const std::string& step, const void* mine, void* all, 
                        rank_tag() + "; " +
                        (missing.empty() ? "waiting on rank " + std::to_string(from) +
                                               " (every rank answered: not every rank reached this step)"
-                                        : "ranks not arrived: " + join_ranks(missing)));
+                                        : "ranks not arrived: " + name_ranks(missing)));
   }
   // scripts/faults reads this line to tell where a signal landed (docs/reliability.md, "GPU fault suite").
   spdlog::trace("bootstrap: step '{}' done in {:.3f} ms", step,
@@ -409,7 +433,7 @@ void Bootstrap::barrier_fast(const std::string& step) {
                      "; " +
                      (missing.empty() ? "no rank is missing (ranks 0-" + std::to_string(world_ - 1) +
                                             " answered), but not every rank reached this barrier"
-                                      : "ranks not arrived: " + join_ranks(missing)));
+                                      : "ranks not arrived: " + name_ranks(missing)));
 }
 
 }  // namespace mori::symm

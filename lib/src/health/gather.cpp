@@ -12,9 +12,13 @@
 #include <set>
 
 #include "mori/symm/a2a/a2a.hpp"
+#include "mori/symm/a2a/fleet.hpp"
+#include "mori/symm/base/detail/fault.hpp"
+#include "mori/symm/base/detail/text.hpp"
 #include "mori/symm/base/error.hpp"
 #include "mori/symm/bringup/doctor.hpp"
 #include "mori/symm/bringup/environment.hpp"
+#include "mori/symm/bringup/probe.hpp"
 #include "mori/symm/comm/bootstrap.hpp"
 #include "mori/symm/platform/detail/nvml.hpp"
 
@@ -140,6 +144,7 @@ std::vector<A2aFact> team_a2a(Bootstrap& boot, Runtime& rt, int device, const st
     x.graph = r.graph;
     x.agg_bw_gbps = r.agg_bw_gbps;
     x.wrong = r.wrong;
+    x.wrong_ranks = r.wrong_ranks;
     out.push_back(x);
   }
   return out;
@@ -152,7 +157,8 @@ struct A2aFactRaw {
   std::uint64_t chunk_bytes = 0, wrong = 0;
   double agg_bw_gbps = 0;
   char sync[8] = {};
-  char why[232] = {};  // not run: why; failed: the error
+  char why[232] = {};      // not run: why; failed: the error
+  char wrong_by[96] = {};  // the ranks that received wrong elements (cut to fit)
   std::int32_t failed = 0;
 };
 
@@ -195,6 +201,7 @@ std::vector<A2aFact> per_node_a2a(Bootstrap& boot, Runtime& rt, int device,
   raw.agg_bw_gbps = f.agg_bw_gbps.value_or(0);
   copy_text(raw.sync, sizeof(raw.sync), f.sync);
   copy_text(raw.why, sizeof(raw.why), f.error.empty() ? f.not_run : f.error);
+  copy_text(raw.wrong_by, sizeof(raw.wrong_by), f.wrong ? boot.name_ranks(f.wrong_ranks) : std::string());
   const auto all = boot.allgather_value("health.a2a.nodes", raw);
   std::vector<A2aFact> out;
   for (int r = 0; r < boot.world(); ++r) {
@@ -207,6 +214,7 @@ std::vector<A2aFact> per_node_a2a(Bootstrap& boot, Runtime& rt, int device,
     n.world = x.world;
     n.chunk_bytes = x.chunk_bytes;
     n.wrong = x.wrong;
+    n.wrong_by = text_of(x.wrong_by, sizeof(x.wrong_by));
     if (x.has_bw) n.agg_bw_gbps = x.agg_bw_gbps;
     n.sync = text_of(x.sync, sizeof(x.sync));
     (x.failed ? n.error : n.not_run) = text_of(x.why, sizeof(x.why));
@@ -219,7 +227,10 @@ std::vector<A2aFact> per_node_a2a(Bootstrap& boot, Runtime& rt, int device,
 std::vector<A2aFact> health_a2a(Bootstrap& boot, Runtime& rt, int device, const std::vector<RankFacts>& facts,
                                 const std::optional<HandleType>& handle_type) {
   if (boot.team_size() != boot.world()) return per_node_a2a(boot, rt, device, facts, handle_type);
-  return team_a2a(boot, rt, device, facts, handle_type);
+  auto rows = team_a2a(boot, rt, device, facts, handle_type);
+  for (auto& x : rows)
+    if (!x.wrong_ranks.empty()) x.wrong_by = "rank " + boot.name_ranks(x.wrong_ranks);
+  return rows;
 }
 
 void append(std::vector<HealthCheck>& out, const std::vector<HealthCheck>& more) {
@@ -246,6 +257,7 @@ std::vector<HealthCheck> pair_checks(Bootstrap& boot, Runtime& rt, const Json& n
     by_node[s.node].push_back(r);
   }
   for (const auto& [node, rows] : by_node) {
+    const std::size_t first = out.size();
     int ranks = 0;
     std::set<std::string> gpus;
     for (const auto& f : facts)
@@ -254,24 +266,97 @@ std::vector<HealthCheck> pair_checks(Bootstrap& boot, Runtime& rt, const Json& n
     append(out, check_pairs(rows, layout, host ? host_outlier_limits() : OutlierLimits{}));
     const auto& src = facts[static_cast<std::size_t>(rows.front().src)];
     append(out, check_expectations(rows, device_name(nodes, node, src.device), host, expectations));
+    if (boot.num_nodes() > 1)  // hosts first: each check of this node names it
+      for (std::size_t i = first; i < out.size(); ++i) out[i].node = boot.node_name(rows.front().src);
   }
   return out;
 }
 
-// NVLink and Xid per GPU (each GPU once).
+// NVLink and Xid per GPU (each GPU once), each named by its node on a job of several nodes.
 std::vector<HealthCheck> link_checks(Bootstrap& boot, const std::vector<RankFacts>& facts,
                                      const std::vector<HealthGather::RankLinks>& before,
                                      const std::vector<HealthGather::RankLinks>& after) {
-  std::vector<DeviceLinks> links;
   std::set<std::string> seen;
-  int gpus_on_node = 0;
+  std::map<int, int> gpus_on_node;
+  std::vector<std::size_t> first_rank;  // of each GPU
   for (std::size_t r = 0; r < before.size(); ++r) {
-    const std::string key = std::string(facts[r].host) + "/" + before[r].pci;
-    if (!seen.insert(key).second) continue;
-    if (facts[r].node == boot.node_of(boot.rank())) ++gpus_on_node;
-    links.push_back({before[r].pci, before[r].links, after[r].links});
+    if (!seen.insert(std::string(facts[r].host) + "/" + before[r].pci).second) continue;
+    ++gpus_on_node[facts[r].node];
+    first_rank.push_back(r);
   }
-  return check_links(links, gpus_on_node);
+  std::vector<HealthCheck> out;
+  for (const std::size_t r : first_rank) {
+    auto checks =
+        check_links({{before[r].pci, before[r].links, after[r].links}}, gpus_on_node[facts[r].node]);
+    if (boot.num_nodes() > 1)
+      for (auto& c : checks) c.node = boot.node_name(static_cast<int>(r));
+    append(out, checks);
+  }
+  return out;
+}
+
+// What each rank says of its node, as it rides the allgather (fixed size).
+struct NodeFactRaw {
+  std::int32_t gpus = 0;
+  char model[64] = {};
+  char driver[48] = {};
+  char runtime[48] = {};
+  char handle[16] = {};
+};
+
+// Adds text to the ", "-joined list if it is not there yet.
+void add_distinct(std::string& list, const std::string& text) {
+  if ((", " + list + ", ").find(", " + text + ", ") == std::string::npos)
+    list += (list.empty() ? "" : ", ") + text;
+}
+
+// The handle type this rank's windows use (the user's choice, else the one every step of which works: the
+// probe's choice); "none" where no handle type works.
+std::string chosen_handle(Runtime& rt, int device, const std::optional<HandleType>& choice) {
+  try {
+    return to_string(resolve_handle_type(rt, device, choice));
+  } catch (const Error&) {
+    return "none";
+  }
+}
+
+// Collective: every node's facts, in the order of its first rank. The test-only faults health.gpu-count (one
+// device fewer), health.driver-version (the driver reads "fault-injected") and health.handle-type (likewise
+// the handle type chosen) make a node differ (docs/reliability.md).
+std::vector<NodeFacts> gather_node_facts(Bootstrap& boot, Runtime& rt, int device,
+                                         const std::optional<HandleType>& handle_type) {
+  NodeFactRaw mine;
+  mine.gpus = rt.device_count() - (detail::fault_armed("health.gpu-count", boot.rank()) ? 1 : 0);
+  copy_text(mine.model, sizeof(mine.model), rt.device_info(device).name);
+  copy_text(
+      mine.driver, sizeof(mine.driver),
+      detail::fault_armed("health.driver-version", boot.rank()) ? "fault-injected" : rt.driver_version());
+  copy_text(mine.runtime, sizeof(mine.runtime), rt.runtime_version());
+  copy_text(mine.handle, sizeof(mine.handle),
+            detail::fault_armed("health.handle-type", boot.rank()) ? "fault-injected"
+                                                                   : chosen_handle(rt, device, handle_type));
+  const auto all = boot.allgather_value("health.fleet.facts", mine);
+  std::map<int, std::size_t> index;  // node -> out
+  std::map<int, std::vector<int>> ranks;
+  std::vector<NodeFacts> out;
+  for (int r = 0; r < boot.world(); ++r) {
+    const NodeFactRaw& x = all[static_cast<std::size_t>(r)];
+    const int node = boot.node_of(r);
+    if (!index.count(node)) {
+      index[node] = out.size();
+      out.push_back({boot.node_name(r), "", 0, "", "", "", ""});
+    }
+    NodeFacts& n = out[index[node]];
+    ranks[node].push_back(r);
+    n.gpus = std::max(n.gpus, static_cast<int>(x.gpus));
+    add_distinct(n.model, text_of(x.model, sizeof(x.model)));
+    add_distinct(n.driver, text_of(x.driver, sizeof(x.driver)));
+    add_distinct(n.runtime, text_of(x.runtime, sizeof(x.runtime)));
+    add_distinct(n.handle, text_of(x.handle, sizeof(x.handle)));
+  }
+
+  for (auto& [node, i] : index) out[i].ranks = detail::rank_ranges(ranks[node]);
+  return out;
 }
 
 }  // namespace
@@ -307,6 +392,11 @@ std::vector<HealthCheck> HealthGather::finish(const Json& report, const PeerMatr
   append(out, pair_checks(boot_, rt_, report["nodes"], matrix, facts, expectations, &over_nvlink));
   append(out, link_checks(boot_, facts, before_, after));
   append(out, check_a2a(a2a));
+  nodes_ = gather_node_facts(boot_, rt_, device_, handle_type);
+  append(out, check_fleet(nodes_));
+  A2aFleetRules rules;
+  rules.host_runtime = host;
+  append(out, check_fleet_a2a(a2a, rules));
   std::set<std::string> gpus;
   for (const auto& f : facts) gpus.insert(std::string(f.host) + "/" + f.pci_bus_id);
   const std::string ic = host                         ? "host"

@@ -5,8 +5,10 @@
 #include "mori/symm/health/health.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
+#include "mori/symm/a2a/fleet.hpp"
 #include "mori/symm/base/enum_names.hpp"
 #include "words.hpp"
 
@@ -287,8 +289,147 @@ std::vector<HealthCheck> check_a2a(const std::vector<A2aFact>& rows) {
     const std::string subject = a2a_subject(r);
     out.push_back({"a2a.verified", subject, r.wrong ? Verdict::fail : Verdict::pass,
                    static_cast<double>(r.wrong), "count", "wrong 0", "rule: every row verifies its data",
-                   r.wrong ? std::to_string(r.wrong) + " wrong element(s)" : ""});
+                   r.wrong ? std::to_string(r.wrong) + " wrong element(s)" +
+                                 (r.wrong_by.empty() ? "" : ", received by " + r.wrong_by)
+                           : ""});
   }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].node = rows[i].node;  // one check per fact
+  return out;
+}
+
+// ---- The fleet
+// ---------------------------------------------------------------------------------------------
+
+std::vector<HealthCheck> check_fleet(const std::vector<NodeFacts>& nodes) {
+  std::vector<HealthCheck> out;
+  if (nodes.size() < 2) return out;
+  struct Fact {
+    const char* id;
+    const char* what;
+    std::string (*of)(const NodeFacts&);
+  };
+  static const Fact kFacts[] = {
+      {"fleet.gpu_count", "GPUs", [](const NodeFacts& n) { return std::to_string(n.gpus); }},
+      {"fleet.gpu_model", "GPU model", [](const NodeFacts& n) { return n.model; }},
+      {"fleet.driver_version", "driver", [](const NodeFacts& n) { return n.driver; }},
+      {"fleet.runtime_version", "runtime version", [](const NodeFacts& n) { return n.runtime; }},
+      {"fleet.handle_type", "handle type", [](const NodeFacts& n) { return n.handle; }},
+  };
+  const std::string src = "rule: every node of the job as most nodes are";
+  for (const auto& f : kFacts) {
+    std::map<std::string, int> count;
+    for (const auto& n : nodes) ++count[f.of(n)];
+    int most = 0, holders = 0;
+    std::string majority;
+    for (const auto& [v, c] : count)
+      if (c > most)
+        most = c, majority = v, holders = 1;
+      else if (c == most)
+        ++holders;
+    if (count.size() == 1) {
+      out.push_back({f.id, "every node", Verdict::pass, std::nullopt, "", "the same on every node", src,
+                     std::to_string(nodes.size()) + " nodes: " + f.what + " " + majority, ""});
+      continue;
+    }
+    for (const auto& n : nodes) {
+      const std::string v = f.of(n);
+      if (holders == 1 && v == majority) continue;
+      const std::string why =
+          holders == 1
+              ? std::string(f.what) + " '" + v + "', " + std::to_string(most) + " of " +
+                    std::to_string(nodes.size()) + " nodes have '" + majority + "'"
+              : std::string(f.what) + " '" + v + "': the nodes disagree and no value holds a majority";
+      out.push_back({f.id, "node " + n.node + " (ranks " + n.ranks + ")", Verdict::fail, std::nullopt, "",
+                     "the same on every node", src, why, n.node});
+    }
+  }
+  return out;
+}
+
+std::vector<HealthCheck> check_fleet_a2a(const std::vector<A2aFact>& nodes, const A2aFleetRules& rules) {
+  std::map<int, std::vector<const A2aFact*>> by_size;  // nodes whose all-to-all ran and has a bandwidth
+  for (const auto& n : nodes)
+    if (n.ran && n.error.empty() && n.agg_bw_gbps && *n.agg_bw_gbps > 0 && !n.node.empty())
+      by_size[n.world].push_back(&n);
+  const double limit = rules.host_runtime ? rules.host_factor : 1 + rules.slow_margin;
+  char lim[32];
+  std::snprintf(lim, sizeof(lim), "%.2f", limit);
+  const std::string expected = "time <= " + std::string(lim) + " x the nodes' lower median";
+  const std::string src = rules.host_runtime
+                              ? "rule: mori-a2a's slow_team, " + std::string(lim) + " x on the host runtime"
+                              : "rule: mori-a2a's slow_team, the median x (1 + --slow-margin)";
+  std::vector<HealthCheck> out;
+  for (const auto& [size, group] : by_size) {
+    if (group.size() < 2) continue;
+    std::vector<double> t;
+    for (const auto* n : group) t.push_back(1.0 / *n->agg_bw_gbps);
+    std::sort(t.begin(), t.end());
+    const double median = t[(t.size() - 1) / 2];  // the lower median, as mori-a2a's fleet line
+    bool any = false;
+    for (const auto* n : group) {
+      const double ratio = (1.0 / *n->agg_bw_gbps) / median;
+      if (ratio <= limit) continue;
+      any = true;
+      char why[160];
+      std::snprintf(why, sizeof(why), "all-to-all %.2f GB/s, %.2f x the time of the nodes' lower median",
+                    *n->agg_bw_gbps, ratio);
+      out.push_back({"fleet.a2a_slow", "node " + n->node + ", team of " + std::to_string(size),
+                     rules.host_runtime ? Verdict::warn : Verdict::fail, ratio, "ratio", expected, src, why,
+                     n->node});
+    }
+    if (!any)
+      out.push_back({"fleet.a2a_slow", std::to_string(group.size()) + " nodes of " + std::to_string(size),
+                     Verdict::pass, std::nullopt, "ratio", expected, src, "no node slower than its siblings",
+                     ""});
+  }
+  return out;
+}
+
+std::vector<NodeHealth> node_health(const std::vector<NodeFacts>& nodes,
+                                    const std::vector<HealthCheck>& checks) {
+  std::vector<NodeHealth> out;
+  for (const auto& n : nodes) {
+    NodeHealth h{n.node, n.ranks, n.gpus, Verdict::pass, {}};
+    bool warned = false;
+    for (const auto& c : checks) {
+      if (c.node != n.node) continue;
+      if (c.verdict == Verdict::fail) {
+        h.verdict = Verdict::fail;
+        if (std::find(h.failing.begin(), h.failing.end(), c.id) == h.failing.end()) h.failing.push_back(c.id);
+      }
+      warned = warned || c.verdict == Verdict::warn;
+    }
+    if (h.verdict != Verdict::fail && warned) h.verdict = Verdict::warn;
+    out.push_back(h);
+  }
+  return out;
+}
+
+std::string format_node_health(const std::vector<NodeHealth>& nodes) {
+  std::string s = "  node                             ranks        GPUs  verdict  failing checks\n";
+  for (const auto& n : nodes) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "  %-32s %-12s %4d  %-7s  ", n.node.c_str(), n.ranks.c_str(), n.gpus,
+                  to_string(n.verdict));
+    std::string failing;
+    for (const auto& id : n.failing) failing += (failing.empty() ? "" : ", ") + id;
+    s += buf + (failing.empty() ? std::string("-") : failing) + "\n";
+  }
+  return s;
+}
+
+Json to_json(const NodeHealth& n) {
+  return {{"node", n.node},
+          {"ranks", n.ranks},
+          {"gpus", n.gpus},
+          {"verdict", to_string(n.verdict)},
+          {"failing", n.failing}};
+}
+
+std::vector<std::string> failing_nodes(const std::vector<NodeHealth>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& n : nodes)
+    if (n.verdict == Verdict::fail) out.push_back(n.node);
   return out;
 }
 
@@ -309,7 +450,8 @@ Json to_json(const HealthCheck& c) {
           {"unit", c.unit},
           {"expected", c.expected},
           {"source", c.source},
-          {"detail", c.detail}};
+          {"detail", c.detail},
+          {"node", c.node.empty() ? Json(nullptr) : Json(c.node)}};
 }
 
 Json to_json(const std::vector<HealthCheck>& checks) {
@@ -326,7 +468,10 @@ std::string format_health(const std::vector<HealthCheck>& checks) {
     if (!counts.count(c.id)) order.push_back(c.id);
     ++counts[c.id][to_string(c.verdict)];
     if (c.verdict == Verdict::pass) continue;
-    std::string line = "  " + std::string(to_string(c.verdict)) + "  " + c.id + "  " + c.subject;
+    // Hosts first: a check of one node of several names the node before its subject.
+    std::string line = "  " + std::string(to_string(c.verdict)) + "  " + c.id + "  " +
+                       (c.node.empty() || c.subject.rfind("node " + c.node, 0) == 0 ? "" : c.node + ": ") +
+                       c.subject;
     if (c.measured) line += ": " + num(*c.measured) + " " + c.unit;
     if (!c.expected.empty()) line += ", expected " + c.expected;
     if (!c.source.empty()) line += " [" + c.source + "]";

@@ -289,19 +289,6 @@ std::string unfinished_detail(std::vector<std::pair<int, int>> unfinished,
   return detail;
 }
 
-// "0-3,5,7-8": ranks in ascending order, runs of consecutive ones as ranges (a folder may miss a million).
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ranks[i]) +
-           (j > i ? "-" + std::to_string(ranks[j]) : std::string());
-    i = j + 1;
-  }
-  return out;
-}
-
 // The ranks 0..world-1 of the job with no record of the scenario, named: those without a journal in the
 // folder, and those whose journal does not hold the scenario; "" where there is none.
 std::string missing_detail(int world, const std::map<int, RankScenario>& ranks_state,
@@ -314,12 +301,12 @@ std::string missing_detail(int world, const std::map<int, RankScenario>& ranks_s
     d = "no journal of rank " + std::to_string(no_file[0]) + " in the folder (rank-" +
         std::to_string(no_file[0]) + ".journal): its outcome is unknown";
   else if (!no_file.empty())
-    d = "no journals of ranks " + rank_ranges(no_file) + " in the folder: their outcomes are unknown";
+    d = "no journals of ranks " + detail::rank_ranges(no_file) + " in the folder: their outcomes are unknown";
   if (!no_record.empty())
     d += (d.empty() ? "" : "; ") +
          (no_record.size() == 1 ? "rank " + std::to_string(no_record[0]) +
                                       "'s journal holds no record of this scenario: its outcome is unknown"
-                                : "the journals of ranks " + rank_ranges(no_record) +
+                                : "the journals of ranks " + detail::rank_ranges(no_record) +
                                       " hold no record of this scenario: their outcomes are unknown");
   return d;
 }

@@ -29,8 +29,12 @@ class A2aBench {
   A2aBench(const A2aBench&) = delete;
   A2aBench& operator=(const A2aBench&) = delete;
 
-  // Collective. progress(line) is called on rank 0 once per chunk size.
-  std::vector<A2aResult> run(const std::function<void(const std::string&)>& progress);
+  // Collective. progress(line) is called on rank 0 once per chunk size. job: where this bench runs within one
+  // load/store team of a job of several (a2a/fleet.hpp), the job's Bootstrap: every team starts each chunk
+  // and each row together (a bounded barrier over the job before each, outside the timed loops), so that
+  // every team is measured at the same time; teams whose plans hold fewer rows wait at the rows they lack.
+  std::vector<A2aResult> run(const std::function<void(const std::string&)>& progress,
+                             Bootstrap* job = nullptr);
   // Collective: the ordered window teardown (device sync, barrier, unmap, release, free).
   void finish();
   // Collective: every rank's JIT cold/warm times (null on the host runtime).
@@ -38,6 +42,8 @@ class A2aBench {
 
   std::string handle_type() const;
   bool time_sliced() const;  // ranks share a GPU without MPS
+  // The plan's note on the automatic tables it reads ("" when none); logged by the job's rank 0.
+  const std::string& plan_note() const;
   Json extra_meta() const;
 
  private:

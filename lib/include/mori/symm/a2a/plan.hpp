@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/a2a/detail/engine.hpp"
 #include "mori/symm/a2a/detail/placement.hpp"
+#include "mori/symm/a2a/types.hpp"
 #include "mori/symm/platform/runtime.hpp"
 
 namespace mori::symm {

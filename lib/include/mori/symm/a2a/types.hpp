@@ -98,14 +98,21 @@ struct A2aResult {
   std::string source_cache = "none";  // the kernels' source loads: "normal" | "evict_first" | "none" (copy)
   int iters = 0;                      // timed iterations (graph: replays x graph_iters)
   TimeStats time_us;
-  double push_only_us = 0;  // p50 of the same push with no synchronisation, same launch mode
-  double sync_only_us = 0;  // p50 of the synchronisation alone (zero bytes), same launch mode
+  std::optional<double> launch_us;  // p50 of the host time of one iteration's launch call(s) (row_run.cpp)
+  double push_only_us = 0;          // p50 of the same push with no synchronisation, same launch mode
+  double sync_only_us = 0;          // p50 of the synchronisation alone (zero bytes), same launch mode
   double agg_bw_gbps = 0, total_bw_gbps = 0, algbw_gbps = 0, busbw_gbps = 0;
   Ceiling ceiling;
   PhysicalLimit physical;
   int verified_epochs = 0;
   double skew_us = 0;
   std::uint64_t wrong = 0;
+  std::vector<int> wrong_ranks;  // the job's ranks whose receive buffer held the wrong elements, ascending
+  // The load/store team that ran the row (docs/mori-a2a.md "Many nodes"): its node as users name it (the
+  // host, or --node-id), its ranks in the job ("0-3"), its size. One team on a one-node job.
+  std::string team_node;
+  std::string team_ranks;
+  int team_size = 0;
 };
 
 // Validates everything that needs no allocation; throws UsageError naming the option and the accepted range.

@@ -63,9 +63,11 @@ class CheckFailed : public Error {
 // Name of an errno value ("ENOENT"), never null.
 const char* errno_name(int err) noexcept;
 
-// "rank 3" once the bootstrap knows the rank, "rank ?" before.
+// "rank 3" once the bootstrap knows the rank, "rank ?" before; "nodeB rank 3" on a job of several nodes.
 std::string rank_tag();
 void set_rank_tag(int rank) noexcept;
+// The node that rank_tag names first; set by the bootstrap of a job that spans several nodes.
+void set_node_tag(const std::string& node);
 
 }  // namespace mori::symm
 

@@ -42,6 +42,7 @@ struct RankFacts {
   char host[64];
   char boot_id[40];
   char pci_bus_id[32];            // the rank's device ("none" on the host runtime)
+  char node_name[64];             // the node as users name it (Bootstrap::node_name); "" = unknown
   std::uint64_t pid_ns = 0;       // inode of /proc/self/ns/pid; 0 = unknown
   std::uint64_t net_ns = 0;       // inode of /proc/self/ns/net; 0 = unknown
   std::uint64_t nofile_soft = 0;  // RLIMIT_NOFILE

@@ -87,6 +87,16 @@ class Bootstrap {
   // the log and the errors keep naming this job's ranks. step names the barrier.
   std::unique_ptr<Bootstrap> team_bootstrap(const std::string& step);
 
+  // Ranks of this communicator as an error names them: "1,3" on a job of one node; the node first on a job
+  // of several ("nodeB: 4,5; nodeC: 9"), and a team Bootstrap names the job's ranks and its node
+  // (docs/mori-a2a.md, "Many nodes").
+  std::string name_ranks(const std::vector<int>& ranks) const;
+  // The job's rank of this communicator's rank (a team Bootstrap's rank r is the job's job_rank(r)).
+  int job_rank(int rank) const noexcept {
+    const bool mapped = rank >= 0 && static_cast<std::size_t>(rank) < job_ranks_.size();
+    return mapped ? job_ranks_[static_cast<std::size_t>(rank)] : rank;
+  }
+
  private:
   int next_tag();
   // The bound of the next wait: timeout_s, or min(timeout_s, kExpiredWaitBoundS) once a bound has expired.
@@ -107,6 +117,9 @@ class Bootstrap {
   std::string node_id_override_;
   std::vector<int> team_, team_index_, node_, pids_;
   std::vector<std::string> hosts_, node_names_;
+  // Set on a team Bootstrap: the job's rank of each team rank, and the team's node.
+  std::vector<int> job_ranks_;
+  std::string job_node_;
 };
 
 // Checks an MPI call; the error names the call, the MPI error string, file:line and rank.

@@ -40,6 +40,8 @@ class HealthGather {
                                   const std::vector<RankFacts>& facts,
                                   const std::optional<HandleType>& handle_type,
                                   const Expectations& expectations);
+  // After finish: every node's facts, in the order of its first rank (the fleet table's rows).
+  const std::vector<NodeFacts>& nodes() const noexcept { return nodes_; }
 
   // One rank's NVLink state as the checks see it (check_links), with its GPU's PCI bus id ("host" on the host
   // runtime).
@@ -56,6 +58,7 @@ class HealthGather {
   int device_;
   std::unique_ptr<detail::XidWatch> xid_;
   std::vector<RankLinks> before_;
+  std::vector<NodeFacts> nodes_;
 };
 
 }  // namespace mori::symm

@@ -27,6 +27,8 @@ struct HealthCheck {
   std::string expected;  // the range in words: ">= 0.92 x median 351.2 (warn), >= 0.85 x (fail)"
   std::string source;    // where the expectation comes from (a committed file, a published address, a rule)
   std::string detail;    // the pair's PCI ids and links, a reason for no_reference, what went wrong
+  std::string node =
+      {};  // on a job of several nodes: the node it concerns (host or node id); "" = the whole job
 };
 
 // Outlier thresholds against the node's median (or, with two GPUs, against the other direction): warn below
@@ -111,10 +113,51 @@ struct A2aFact {
   unsigned long long wrong = 0;
   std::string node;   // on a job of several nodes: the node it ran on (its host, or its MORI_NODE_ID)
   std::string error;  // it started and failed: the error (a fail verdict)
+  std::vector<int> wrong_ranks;  // the job's ranks that received them
+  std::string wrong_by;          // those ranks as errors name them: "rank 1,2"; "nodeB: 5" on several nodes
 };
 // "all-to-all 1048576 B device world 4", then " on NODE" where the fact names one.
 std::string a2a_subject(const A2aFact& r);
 std::vector<HealthCheck> check_a2a(const std::vector<A2aFact>& rows);
+
+// ---- The fleet: a job of several nodes (docs/mori-probe.md "Health on many nodes")
+// --------------------------- What one node says of itself, gathered from its ranks.
+struct NodeFacts {
+  std::string node;     // as users name it: the host, or the node id
+  std::string ranks;    // its ranks in the job: "0-3"
+  int gpus = 0;         // devices its runtime sees (the most any of its ranks sees)
+  std::string model;    // its ranks' device names, distinct, joined with ", "
+  std::string driver;   // its ranks' driver versions, likewise
+  std::string runtime;  // its ranks' runtime (CUDA, HIP) versions, likewise
+  std::string handle;   // the handle type the probe chose for its ranks' devices, likewise
+};
+// Nodes that disagree with the value most nodes hold, per fact: GPU count (fleet.gpu_count), GPU model
+// (fleet.gpu_model), driver (fleet.driver_version), runtime version (fleet.runtime_version) and the handle
+// type chosen (fleet.handle_type); one fail per odd node, naming it and the majority, or, where no value
+// holds a majority, one fail per node ("no majority"); one pass per fact where all agree. Nothing for one
+// node.
+std::vector<HealthCheck> check_fleet(const std::vector<NodeFacts>& nodes);
+// A node whose short all-to-all is slower than its siblings' (fleet.a2a_slow): mori-a2a's slow_team rule
+// (a2a/fleet.hpp) on the aggregate bandwidth, among nodes of the same team size: a fail where the lower
+// median of the times (1 / bandwidth) is exceeded by more than 1 + rules.slow_margin; on the host runtime,
+// where a loaded core is not a slow node, a warning past rules.host_factor. One pass per size where no node
+// is slow; nothing below 2 nodes of a size.
+struct A2aFleetRules;
+std::vector<HealthCheck> check_fleet_a2a(const std::vector<A2aFact>& nodes, const A2aFleetRules& rules);
+// One node's verdict: the worst of the checks that name it, and the ids of those that fail.
+struct NodeHealth {
+  std::string node, ranks;
+  int gpus = 0;
+  Verdict verdict = Verdict::pass;
+  std::vector<std::string> failing;  // check ids, each once, in the checks' order
+};
+std::vector<NodeHealth> node_health(const std::vector<NodeFacts>& nodes,
+                                    const std::vector<HealthCheck>& checks);
+// The fleet table: one line per node (node, ranks, GPUs, verdict, failing checks).
+std::string format_node_health(const std::vector<NodeHealth>& nodes);
+Json to_json(const NodeHealth& n);
+// The nodes whose verdict is fail, in node order.
+std::vector<std::string> failing_nodes(const std::vector<NodeHealth>& nodes);
 
 // ---- Expectations (results/expectations/*.json, schema mori.expectations/1) -------------------------------
 struct Expectation {

@@ -92,6 +92,8 @@ struct EngineContext {
   int device = 0;
   double timeout_s = 60;
   std::size_t src_bytes = 0;  // the source: world slots of the largest pitch
+  // Names ranks of this team as errors do (Bootstrap::name_ranks: the job's ranks, the node first).
+  std::function<std::string(const std::vector<int>&)> name_ranks;
 };
 
 // The instantiation of kernels/a2a.hip that runs this push (one of kernel_catalog's).

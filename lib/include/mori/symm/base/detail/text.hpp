@@ -12,6 +12,8 @@ namespace mori::symm::detail {
 
 // "0,2,3".
 std::string join_ranks(const std::vector<int>& ranks);
+// "0-3,5,7-8": ranks in ascending order, runs of consecutive ones as ranges.
+std::string rank_ranges(const std::vector<int>& ranks);
 
 // This machine's host name; "unknown" where gethostname fails.
 std::string host_name();
