@@ -113,6 +113,11 @@ def main():
               and new.get(9) == "differs: breaks at 2 ranks too" and same, f"{out}\nbefore {base}\nafter {new}")
         rc, out = run(copy, "--check")
         check("--check of the committed page against the doctored run: exit 1", rc == 1, out)
+        for bad in ("[1, 2]", '{"nodes": 5}'):
+            with open(os.path.join(copy, "probe.json"), "w") as f:
+                f.write(bad)
+            rc, out = run(copy, "--out", out_md)
+            check(f"probe.json {bad}: exit 2, one line", rc == 2 and len(out.strip().splitlines()) == 1, out)
         os.unlink(os.path.join(copy, "manifest.json"))
         rc, out = run(copy, "--out", out_md)
         check("a folder without a manifest: exit 2, one line naming it",
