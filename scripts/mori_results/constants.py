@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Constants shared by every script that reads results: defined here once."""
 
-# Addressing modes of mori-a2a's own rows; any other addressing is another system (scripts/compare).
+# Addressing modes of mori-a2a's own rows; any other addressing is another system (scripts/compare). As the row
+# declares them (lib/src/a2a/row.cpp): scripts/a2a-row --check (CTest results.a2a_row) compares the two.
 MORI_ADDRESSING = ("ptr", "lsa")
 
 # A row whose total bandwidth exceeds this multiple of its same-run ceiling shows a ceiling that is not a bound

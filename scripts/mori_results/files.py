@@ -2,10 +2,13 @@
 """The one writer of the scripts' output files, and the checks of output paths (docs/reliability.md, "Files the
 scripts write").
 
-An output file goes only to a regular file or a new name. A path that exists and is anything else (a FIFO, a
-device such as /dev/null, a socket, a folder, a symlink, a symlink loop included) is a usage error, as are an
-empty path and a folder that does not exist or cannot be written: each is checked before any work
-(check_output_file), so nothing runs and nothing is left behind. The writer (replacing, write_text) writes a
+An output file goes only to a regular file or a new name: the tools' rule (lib/include/mori/symm/base/files.hpp
+write_output, which tests/scripts/output_policy_agree_test.py holds this file to). A symlink to a regular file is
+followed, component by component, as the tools follow it (resolve): a dangling symlink, a symlink loop and a
+symlink in a sticky world-writable folder owned by another user (the kernel's protected_symlinks rule) are
+refused. A path that exists and is anything else (a FIFO, a device such as /dev/null, a socket, a folder), a
+name ending in '/', an empty path and a folder that does not exist or cannot be written are usage errors: each
+is checked before any work (check_output_file), so nothing runs and nothing is left behind. The writer (replacing, write_text) writes a
 fresh temporary file in the same folder (created exclusively, links not followed) and renames it over the target
 after checking the target once more: a FIFO or a device swapped in meanwhile is refused, never replaced. A
 replaced file keeps its permission bits; a new one is 0666 less the umask. '-' is stdout where a script says so.
@@ -43,9 +46,59 @@ def _symlink(path):
     return "a symlink"
 
 
+def _untrusted(link_st, name, folder):
+    """The tools' protected_symlinks rule: a link in a sticky world-writable folder is followed only where its
+    owner is this user or the folder's; else why not."""
+    try:
+        d = os.stat(folder)
+    except OSError:
+        return ""
+    shared = stat.S_ISVTX | stat.S_IWOTH
+    if d.st_mode & shared != shared or link_st.st_uid in (os.geteuid(), d.st_uid):
+        return ""
+    return f"goes through the symlink '{name}' of uid {link_st.st_uid} in the sticky world-writable folder " \
+        f"'{folder}' of uid {d.st_uid}, which is not followed"
+
+
+def resolve(path):
+    """(the file an output to path is written to, None) or (None, why path is refused), following symlinks one
+    component at a time as the tools do (files.hpp resolve_output_path). OSError on a path the system refuses."""
+    if len(path) > 1 and path.endswith("/"):
+        return None, "ends in '/', which names a folder"
+    todo = [c for c in path.split("/") if c not in ("", ".")][::-1]
+    at = "/" if path.startswith("/") else os.getcwd()
+    hops, last_from_link = 0, False
+    while todo:
+        name = todo.pop()
+        nxt = os.path.dirname(at) if name == ".." else os.path.join(at, name)
+        try:
+            st = None if name == ".." else os.lstat(nxt)
+        except FileNotFoundError:
+            if todo:
+                raise
+            if last_from_link:
+                return None, f"is a symlink to nothing (the new name '{nxt}'): no file is created through a link"
+            return nxt, None
+        if st is None or not stat.S_ISLNK(st.st_mode):
+            at = nxt
+            continue
+        hops += 1
+        if hops > 40:
+            return None, "leads into a symlink loop"
+        why = _untrusted(st, nxt, at)
+        if why:
+            return None, why
+        target = os.readlink(nxt)
+        at = "/" if target.startswith("/") else at
+        last_from_link = last_from_link or not todo
+        todo.extend([c for c in target.split("/") if c not in ("", ".")][::-1])
+    return at, None
+
+
 def check_output_file(path, option, stdout=False):
     """Usage unless path can take an output file: '' never; '-' where stdout (the script documents it); an
-    existing entry only as a regular file (no symlink); its folder must exist and be writable."""
+    existing entry only as a regular file (a symlink to one followed as resolve follows it); its folder must
+    exist and be writable."""
     if path is None:
         return
     if path == "":
@@ -53,24 +106,24 @@ def check_output_file(path, option, stdout=False):
     if path == "-" and stdout:
         return
     where = f"{option} '{path}'"
+    rule = ONLY + (" ('-' = stdout)" if stdout else "")
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
+        target, why = resolve(path)
+        st = None if why else os.stat(target) if os.path.lexists(target) else None
     except OSError as e:  # ENOTDIR, ENAMETOOLONG, ELOOP in a folder of the path, EACCES
         raise Usage(f"{where}: {e.strerror or e}")
-    rule = ONLY + (" ('-' = stdout)" if stdout else "")
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        raise Usage(f"{where} is {_symlink(path)}; {rule}")
+    if why:
+        raise Usage(f"{where} {why}; {rule}")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise Usage(f"{where} is {kind(st.st_mode)}; {rule}")
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise Usage(f"{where}: no folder {folder}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise Usage(f"{where}: folder {folder} is not writable")
-    if st is not None and not os.access(path, os.W_OK):
+    if st is not None and not os.access(target, os.W_OK):
         raise Usage(f"{where} exists and is not writable")
+    return target
 
 
 def check_output_folder(path, option):
@@ -158,8 +211,8 @@ def replacing(path, option, binary=False):
     """A file to write path's new content into. On a clean exit of the block it replaces path (checked again
     first); on any exception the temporary file is removed and path is left as it was. OSError becomes
     WriteFailed naming the file and the error's name (ENOSPC where the file system is full: a system error)."""
-    check_output_file(path, option)
-    folder = os.path.dirname(os.path.abspath(path))
+    path = check_output_file(path, option)  # the file written: a symlink to a regular file is followed
+    folder = os.path.dirname(path)
     tmp = None
     try:
         fd, tmp = _new_temporary(folder)

@@ -65,7 +65,8 @@ def entries(folder):
 
 # ---- Output files: only a regular file or a new name; anything else is exit 2 before any work ------------
 def targets(folder):
-    """{what: path} of output paths that are not regular files or new names, made in folder."""
+    """{what: path} of output paths that are not regular files or new names, made in folder (a symlink to a
+    regular file is followed, as the tools follow it: checked below)."""
     os.makedirs(folder)
     out = {}
     out["a FIFO"] = os.path.join(folder, "fifo")
@@ -81,8 +82,6 @@ def targets(folder):
     regular = os.path.join(folder, "regular.json")
     with open(regular, "w") as f:
         f.write("keep\n")
-    out["a symlink"] = os.path.join(folder, "link")
-    os.symlink("regular.json", out["a symlink"])
     out["a symlink to nothing"] = os.path.join(folder, "dangling")
     os.symlink("nowhere.json", out["a symlink to nothing"])
     return out
@@ -122,15 +121,14 @@ for label, cmd in WRITERS:
 # render-results: --summary DIR writes DIR/summary.md; the default mode RESULTS/README.md.
 for label, name, cmd in [("render-results --summary", "summary.md", lambda d: ["--summary", d]),
                          ("render-results --results", "README.md", lambda d: ["--results", d])]:
-    for what in ("a FIFO", "a symlink loop", "a symlink", "a folder"):
+    for what in ("a FIFO", "a symlink loop", "a symlink to nothing", "a folder"):
         d = tempfile.mkdtemp(dir=TMP, prefix="render-")
         t = os.path.join(d, name)
         if what == "a FIFO":
             os.mkfifo(t)
         elif what == "a symlink loop":
             os.symlink(name, t)
-        elif what == "a symlink":
-            open(os.path.join(d, "other.md"), "w").close()
+        elif what == "a symlink to nothing":
             os.symlink("other.md", t)
         else:
             os.mkdir(t)
@@ -163,6 +161,16 @@ except Malformed as e:
 check("a FIFO swapped in during the write: refused, still a FIFO, no temporary file left",
       refused is not None and "a FIFO" in refused and stat.S_ISFIFO(os.lstat(t).st_mode) and entries(d) == ["r.json"],
       f"{refused!r} {entries(d)}")
+t2, link = os.path.join(d, "r2.json"), os.path.join(d, "link.json")
+with open(t2, "w") as f:
+    f.write("old\n")
+os.symlink("r2.json", link)
+files.write_text(link, "through\n", "--json")
+check("the writer follows a symlink to a regular file, as the tools do: the file replaced, the link kept",
+      open(t2).read() == "through\n" and os.readlink(link) == "r2.json"
+      and entries(d) == ["link.json", "r.json", "r2.json"], repr(entries(d)))
+os.unlink(link)
+os.unlink(t2)
 rc, out = run([script("perf-check"), A2A_DOC, A2A_DOC, "--json", os.path.join(d, "new.json")])
 check("perf-check --json to a new name: exit 0, the report written, nothing else left",
       rc == 0 and json.load(open(os.path.join(d, "new.json")))["schema"].startswith("mori.perf-check/")
@@ -221,7 +229,7 @@ EV_ENV = {"MORI_MPIRUN": " ".join(MPIRUN)}
 d = tempfile.mkdtemp(dir=TMP, prefix="evidence-")
 paths = targets(os.path.join(d, "t"))
 before = state(os.path.join(d, "t"))
-for what in ("a folder", "a FIFO", "a symlink loop", "a symlink"):
+for what in ("a folder", "a FIFO", "a symlink loop", "a symlink to nothing"):
     t0 = time.monotonic()
     rc, out = run([*EVIDENCE, "--out", os.path.join(d, "o"), "--archive", paths[what]], env=EV_ENV, timeout=60)
     check(f"evidence --archive onto {what}: exit 2 at once, one line naming it, nothing built or run",

@@ -244,6 +244,9 @@ std::string untrusted_link(const struct stat& link, const std::string& name, con
 // that what is written is the file the checks saw: the symlinks' targets are never resolved by another call.
 Target resolve_target(const std::string& path) {
   const std::string head = "the report '" + path + "' ";
+  // A name ending in '/' names a folder (POSIX): never the file before the slash, never a new file.
+  if (path.size() > 1 && path.back() == '/')
+    return {path, head + "ends in '/', which names a folder; " + kOnlyRegular};
   std::vector<std::string> todo;
   push_components(path, todo);
   std::string at = "/";
