@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 // One-shot all-to-all over a symmetric window (docs/mori-a2a.md "The contract"). Every rank pushes chunk p of
 // its source into rank p's window, slot `me` of the receive buffer of the current parity; then all ranks
-// synchronise. Both addressing models from one source, through the window's peer-address functions
-// (kernels/prelude.hip; the window is the argument struct's `win`, kernels/abi.hip MoriWindowDev):
-//   kLsa = 0: the destination base comes from the pointer array, peers[p] (mori_peer_ptr)
-//   kLsa = 1: it is computed, lsa_base + p * stride (mori_peer_lsa)
+// synchronise. Both addressing models from one source:
+//   kLsa = 0: the destination base comes from the pointer array, peers[p]
+//   kLsa = 1: it is computed, lsa_base + p * stride
 // kSync = 1 fuses a device-side barrier over the signal pad into the same kernel.
 // device_scope = 1 gives the signals GPU scope instead of system scope: the host asks for it only where every
 // rank runs on this GPU (docs/mori-a2a.md "Signal scope"). kEvictFirst = 1 (a2a_ll: source_evict_first = 1)
@@ -16,8 +15,7 @@
 // The epoch is advanced on the device by the last block of each launch, so a captured graph replays
 // correctly.
 //
-// Host runtime: lib/src/a2a/host_engine.cpp runs the same algorithm over the same layout with the same
-// pattern.
+// Host runtime: lib/src/a2a/host_engine.cpp runs the same algorithm over the same layout with the same pattern.
 
 // The signal pad (MoriSignalPad), the receive layout (MoriA2aLayout), the mutation ids (MORI_MUTATE_*) and
 // the kernel names (MORI_K_*) are the host's too: kernels/abi.hip, which the JIT prepends to this file.
@@ -50,16 +48,22 @@ __device__ __forceinline__ MoriSignalPad* mori_pad(char* base, u64 signal_offset
   return reinterpret_cast<MoriSignalPad*>(base + signal_offset);
 }
 
+__device__ __forceinline__ char* mori_peer_base(int lsa, void* const* peers, char* lsa_base, u64 stride,
+                                                int p) {
+  return lsa ? lsa_base + static_cast<u64>(p) * stride : static_cast<char*>(mori_load_ptr_nc(peers + p));
+}
+
 // Signal every peer with this rank's epoch, then wait (bounded) until every peer has signalled it. On timeout
 // the wait stops, the missing ranks are recorded in `status` and the kernel returns (no trap: under MPS a
 // trap would take every client of the GPU down).
 template <int kLsa>
-__device__ void mori_barrier_signal_wait(const MoriWindowDev& w, u64 signal_offset, u32 epoch, u64 timeout_ns,
-                                         u32 mutate, u32* status, bool dev) {
-  const int world = w.size, me = w.rank;
-  MoriSignalPad* mine = mori_pad(mori_peer<kLsa>(w, me), signal_offset);
+__device__ void mori_barrier_signal_wait(void* const* peers, char* lsa_base, u64 stride, int world, int me,
+                                         u64 signal_offset, u32 epoch, u64 timeout_ns, u32 mutate,
+                                         u32* status, bool dev) {
+  MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), signal_offset);
   for (int q = 0; q < world; ++q)
-    mori_store_relaxed(&mori_pad(mori_peer<kLsa>(w, q), signal_offset)->flags[me], epoch, dev);
+    mori_store_relaxed(&mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, q), signal_offset)->flags[me],
+                       epoch, dev);
   if (mutate & MORI_MUTATE_NO_WAIT) return;
   const u64 t0 = mori_now_ns();
   for (int q = 0; q < world; ++q) {
@@ -169,29 +173,24 @@ __device__ __forceinline__ bool mori_arrive_last(MoriSignalPad* mine) {
   return true;
 }
 
-// Every kernel takes its arguments as one struct (kernels/abi.hip) and copies the fields it uses at its
-// start, the window and the layout whole: references into the parameter made NVCC address it through a
-// generic pointer and took the pointer-array push with the barrier (a2a_push<0, 1, 4, 0, *>) from 32
-// registers to 60; with the copies every instantiation compiles to the registers it had when the fields were
-// parameters.
+// The kernels take their arguments as one struct (kernels/abi.hip) and hand its fields to a body with the
+// parameters it always had: after inlining, the compiler sees the same restrict-qualified pointers as before,
+// and generates the same code (the same registers and loads).
 template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
-__global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) {
+__device__ __forceinline__ void mori_a2a_push_body(const uint4* __restrict__ src,
+                                                   void* const* __restrict__ peers, char* lsa_base,
+                                                   u64 stride, int world, int me, MoriA2aLayout L,
+                                                   int blocks_per_peer, u64 timeout_ns, u32 mutate,
+                                                   u64 slow_cycles, u32* status, int device_scope) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
-  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
-  const MoriWindowDev w = a.win;
-  const MoriA2aLayout L = a.layout;
-  const u64 timeout_ns = a.timeout_ns;
-  if (threadIdx.x == 0) mori_fault_slow(a.slow_cycles);  // thread 0's stores, and so the block's end, wait
-  const int world = w.size, me = w.rank, blocks_per_peer = a.blocks_per_peer;
-  u32* status = a.status;
-  const u32 mutate = a.mutate;
-  const bool dev = a.device_scope != 0;
+  if (threadIdx.x == 0) mori_fault_slow(slow_cycles);  // thread 0's stores, and so the block's end, wait
+  const bool dev = device_scope != 0;
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;  // start with self, then the next ranks: spreads the traffic
-  char* peer = mori_peer<kLsa>(w, p);
-  MoriSignalPad* mine = mori_pad(mori_peer<kLsa>(w, me), L.signal_offset);
+  char* peer = mori_peer_base(kLsa, peers, lsa_base, stride, p);
+  MoriSignalPad* mine = mori_pad(mori_peer_base(kLsa, peers, lsa_base, stride, me), L.signal_offset);
   const u32 epoch = *reinterpret_cast<volatile u32*>(&mine->epoch);
   const u32 parity = epoch & 1u;
   const bool abandoned = mori_abandoned(status);
@@ -218,7 +217,15 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) 
   }
   if (threadIdx.x != 0) return;
   mori_fence(dev);
-  mori_barrier_signal_wait<kLsa>(w, L.signal_offset, mine->epoch, timeout_ns, mutate, status, dev);
+  mori_barrier_signal_wait<kLsa>(peers, lsa_base, stride, world, me, L.signal_offset, mine->epoch, timeout_ns,
+                                 mutate, status, dev);
+}
+
+template <int kLsa, int kSync, int kUnroll, int kDirect, int kEvictFirst>
+__global__ void __launch_bounds__(512) MORI_K_A2A_PUSH(const MoriA2aPushArgs a) {
+  mori_a2a_push_body<kLsa, kSync, kUnroll, kDirect, kEvictFirst>(
+      static_cast<const uint4*>(a.src), a.peers, a.lsa_base, a.stride, a.world, a.me, a.layout,
+      a.blocks_per_peer, a.timeout_ns, a.mutate, a.slow_cycles, a.status, a.device_scope);
 }
 
 // Low-latency protocol ("ll"; docs/mori-a2a.md "Synchronisation and protocols"). The flag travels in the
@@ -279,22 +286,19 @@ __device__ bool mori_ll_receive(const u64* in, char* dst, u64 chunk, u64 groups,
 }
 
 template <int kLsa>
-__global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
+__device__ __forceinline__ void mori_a2a_ll_body(const uint4* __restrict__ src,
+                                                 void* const* __restrict__ peers, char* lsa_base, u64 stride,
+                                                 int world, int me, MoriA2aLayout L, int blocks_per_peer,
+                                                 u64 timeout_ns, u32 mutate, u64 slow_cycles, u32* status,
+                                                 int device_scope, int source_evict_first) {
   mori_grid_wait_previous();
   mori_grid_allow_next();
-  const uint4* __restrict__ src = static_cast<const uint4*>(a.src);
-  const MoriWindowDev w = a.win;
-  const MoriA2aLayout L = a.layout;
-  const int world = w.size, me = w.rank, blocks_per_peer = a.blocks_per_peer;
-  u32* status = a.status;
-  const u32 mutate = a.mutate;
-  const int source_evict_first = a.source_evict_first;
-  const bool dev = a.device_scope != 0;
+  const bool dev = device_scope != 0;
   const int slot = blockIdx.x / blocks_per_peer;
   const int part = blockIdx.x % blocks_per_peer;
   const int p = (me + slot) % world;          // this block sends to p ...
   const int q = (me + world - slot) % world;  // ... and receives from q
-  char* mybase = mori_peer<kLsa>(w, me);
+  char* mybase = mori_peer_base(kLsa, peers, lsa_base, stride, me);
   MoriSignalPad* mine = mori_pad(mybase, L.signal_offset);
   const u32 epoch = *reinterpret_cast<volatile u32*>(&mine->epoch);
   const u32 parity = epoch & 1u, flag = epoch + 1u;
@@ -315,7 +319,8 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
     const u64 step = static_cast<u64>(blocks_per_peer) * blockDim.x;
     const u64 first = static_cast<u64>(part) * blockDim.x + threadIdx.x;
     const uint4* s = src + static_cast<u64>(p) * (L.pitch / 16);
-    u64* out = reinterpret_cast<u64*>(mori_peer<kLsa>(w, p) + staging + static_cast<u64>(me) * L.ll_pitch);
+    u64* out = reinterpret_cast<u64*>(mori_peer_base(kLsa, peers, lsa_base, stride, p) + staging +
+                                      static_cast<u64>(me) * L.ll_pitch);
     const u64 policy = source_evict_first ? mori_evict_first_policy() : 0;
     for (u64 g = first; g < groups; g += step) {
       uint4 v;
@@ -326,7 +331,7 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
     }
     char* dst = recv + static_cast<u64>(q) * L.pitch;
     const u64* in = reinterpret_cast<const u64*>(mybase + staging + static_cast<u64>(q) * L.ll_pitch);
-    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, a.timeout_ns, mutate, status, dev) &&
+    if (mori_ll_receive(in, dst, L.chunk, groups, first, step, flag, q, timeout_ns, mutate, status, dev) &&
         (mutate & MORI_MUTATE_OVERRUN) && part == 0 && threadIdx.x == 0) {
       uint4 junk;
       junk.x = 1, junk.y = 2, junk.z = 3, junk.w = 4;
@@ -335,10 +340,17 @@ __global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    mori_fault_slow(a.slow_cycles);
+    mori_fault_slow(slow_cycles);
     __threadfence();  // this block's reads of the epoch before its arrival
   }
   mori_arrive_last(mine);
+}
+
+template <int kLsa>
+__global__ void __launch_bounds__(512) MORI_K_A2A_LL(const MoriA2aPushArgs a) {
+  mori_a2a_ll_body<kLsa>(static_cast<const uint4*>(a.src), a.peers, a.lsa_base, a.stride, a.world, a.me,
+                         a.layout, a.blocks_per_peer, a.timeout_ns, a.mutate, a.slow_cycles, a.status,
+                         a.device_scope, a.source_evict_first);
 }
 
 // Spins one thread for `ns` nanoseconds: rank skew for the verification (a rank that is late to its push).
@@ -351,13 +363,11 @@ __global__ void MORI_K_A2A_DELAY(const MoriA2aDelayArgs a) {
 
 // Fills the source for the next launch: slot p, word i = pattern(me, p, i, tag), tag = the epoch that launch
 // will complete (read from the pad on the device, so a captured graph gets a new tag each replay).
-__global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
-  u32* src = static_cast<u32*>(a.src);
-  const int me = a.me;
-  const MoriA2aLayout& L = a.layout;
-  const u32 tag = *reinterpret_cast<const volatile u32*>(a.epoch) + 1u;
+__device__ __forceinline__ void mori_a2a_fill_body(u32* src, int world, int me, MoriA2aLayout L,
+                                                   const u32* epoch) {
+  const u32 tag = *reinterpret_cast<const volatile u32*>(epoch) + 1u;
   const u64 words = (L.chunk + 3) / 4, pitch_words = L.pitch / 4;
-  const u64 total = words * static_cast<u64>(a.world);
+  const u64 total = words * static_cast<u64>(world);
   for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<u64>(gridDim.x) * blockDim.x) {
     const u64 p = i / words, w = i % words;
@@ -365,16 +375,19 @@ __global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
   }
 }
 
+__global__ void MORI_K_A2A_FILL(const MoriA2aFillArgs a) {
+  mori_a2a_fill_body(static_cast<u32*>(a.src), a.world, a.me, a.layout, a.epoch);
+}
+
 // Counts the bytes of the receive buffer of the last completed launch that differ from what they should hold:
 // slot s, byte b < chunk = byte b of pattern(s, me, b / 4, epoch); chunk <= b < pitch = the 0xFF poison.
 // Counted per 32-bit word: a word is wrong when any of its bytes is.
-__global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
-  const int me = a.me;
-  const MoriA2aLayout& L = a.layout;
-  const u32 epoch = *reinterpret_cast<const volatile u32*>(a.epoch);
-  const u32* buf = static_cast<const u32*>(a.win) + ((epoch - 1u) & 1u) * (L.region / 4);
+__device__ __forceinline__ void mori_a2a_verify_body(const u32* win, int world, int me, MoriA2aLayout L,
+                                                     const u32* epoch_ptr, unsigned long long* wrong) {
+  const u32 epoch = *reinterpret_cast<const volatile u32*>(epoch_ptr);
+  const u32* buf = win + ((epoch - 1u) & 1u) * (L.region / 4);
   const u64 pitch_words = L.pitch / 4;
-  const u64 total = pitch_words * static_cast<u64>(a.world);
+  const u64 total = pitch_words * static_cast<u64>(world);
   unsigned long long bad = 0;
   for (u64 i = blockIdx.x * static_cast<u64>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<u64>(gridDim.x) * blockDim.x) {
@@ -385,5 +398,9 @@ __global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
       if (w * 4 + b < L.chunk) expect = (expect & ~(0xFFu << (8 * b))) | (want & (0xFFu << (8 * b)));
     bad += buf[i] != expect;
   }
-  if (bad) atomicAdd(a.wrong, bad);
+  if (bad) atomicAdd(wrong, bad);
+}
+
+__global__ void MORI_K_A2A_VERIFY(const MoriA2aVerifyArgs a) {
+  mori_a2a_verify_body(static_cast<const u32*>(a.win), a.world, a.me, a.layout, a.epoch, a.wrong);
 }

@@ -1,30 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* The ABI between the host C++ and the JIT-compiled kernels (docs/layout.md "Kernel ABI"): the window as a
- * kernel sees it, the all-to-all's receive layout and signal pad, the verification's mutation ids, every
- * kernel's launch arguments, and the kernels' names. One file, plain C-compatible, no includes (the runtime
- * compilers ship no standard headers). The JIT prepends it to every kernel source, before kernels/prelude.hip
- * (whose peer-address functions take the window), so it is part of every kernel's cache key; the host
- * includes it (lib/include/mori/symm/jit/detail/kernel_abi.hpp). The static_asserts at the end check it on
- * both sides. Named .hip like the prelude, so that every copy and install of the kernel sources carries it.
- */
+/* The ABI between the host C++ and the JIT-compiled kernels (docs/layout.md "Kernel ABI"): the all-to-all's
+ * receive layout and signal pad, the verification's mutation ids, every kernel's launch arguments, and the
+ * kernels' names. One file, plain
+ * C-compatible, no includes (the runtime compilers ship no standard headers). The JIT prepends it to every
+ * kernel source after kernels/prelude.hip, so it is part of every kernel's cache key; the host includes it
+ * (lib/include/mori/symm/jit/detail/kernel_abi.hpp). The static_asserts at the end check it on both sides. Named
+ * .hip like the prelude, so that every copy and install of the kernel sources carries it. */
 #ifndef MORI_KERNEL_ABI_H
 #define MORI_KERNEL_ABI_H
-
-/* The window on the device: a peer's slot is peers[i] under the pointer array (i = its rank in the job the
- * window rendezvoused over; null outside the team) and lsa_base + t * stride under LSA (t = its team rank).
- * The all-to-all's job is the team, so i = t there. Kernels form a peer's address only through the prelude's
- * peer-address functions, one per addressing model (mori_peer_ptr, mori_peer_lsa; kernels/prelude.hip). The
- * host fills it from the window it rendezvoused (window_device,
- * lib/include/mori/symm/jit/detail/kernel_abi.hpp).
- */
-struct MoriWindowDev {
-  void* const* peers; /* the pointer array, on the device */
-  char* lsa_base;     /* the flat span: slot p at lsa_base + p * stride */
-  unsigned long long stride;
-  int size; /* ranks of the team */
-  int rank; /* this rank's index in the team */
-};
-#define MORI_WINDOW_DEV_BYTES 32
 
 /* Signal pad (per rank, at signal_offset inside its slot). */
 struct MoriSignalPad {
@@ -64,8 +47,11 @@ struct MoriA2aLayout {
  * has it as a template argument). status: word 0 the epoch of a launch whose wait timed out, 1 + q rank q
  * missing in it. */
 struct MoriA2aPushArgs {
-  const void* src; /* this rank's source: win.size chunks at the layout's pitch */
-  struct MoriWindowDev win;
+  const void* src;    /* this rank's source: world chunks at the layout's pitch */
+  void* const* peers; /* the window's pointer array on the device */
+  char* lsa_base;     /* the LSA window: rank p at lsa_base + p * stride */
+  unsigned long long stride;
+  int world, me;
   struct MoriA2aLayout layout;
   int blocks_per_peer;
   unsigned long long timeout_ns;
@@ -103,30 +89,35 @@ struct MoriA2aDelayArgs {
 };
 #define MORI_A2A_DELAY_ARGS_BYTES 8
 
-/* matrix_copy<...> (kernels/matrix.hip): read = 0 local -> peer idx, 1 peer -> local; n16 = bytes / 16. idx
- * is the peer's index for the model (MoriWindowDev): its rank (pointer array) or team rank (LSA). */
+/* matrix_copy<...> (kernels/matrix.hip): read = 0 local -> peer idx, 1 peer -> local; n16 = bytes / 16. */
 struct MoriMatrixCopyArgs {
-  struct MoriWindowDev win;
+  void* const* peers;
+  char* lsa_base;
+  unsigned long long stride;
   int idx, read;
   void* local;
   unsigned long long n16;
 };
-#define MORI_MATRIX_COPY_ARGS_BYTES 56
+#define MORI_MATRIX_COPY_ARGS_BYTES 48
 
 /* matrix_bulk<...>: local -> peer idx in tiles of `tile` bytes through shared memory. */
 struct MoriMatrixBulkArgs {
-  struct MoriWindowDev win;
+  void* const* peers;
+  char* lsa_base;
+  unsigned long long stride;
   int idx;
   const void* local;
   unsigned long long bytes;
   unsigned int tile;
 };
-#define MORI_MATRIX_BULK_ARGS_BYTES 64
+#define MORI_MATRIX_BULK_ARGS_BYTES 56
 
 /* matrix_pingpong<...>: put-with-signal round trips with peer idx; times[r] the initiator's round trip (ns),
  * result[0] 0 or the round (1-based) that timed out. */
 struct MoriMatrixPingpongArgs {
-  struct MoriWindowDev win;
+  void* const* peers;
+  char* lsa_base;
+  unsigned long long stride;
   int idx;
   unsigned long long signal_offset;
   unsigned int* my_pad;
@@ -136,7 +127,7 @@ struct MoriMatrixPingpongArgs {
   unsigned long long* times;
   unsigned long long* result;
 };
-#define MORI_MATRIX_PINGPONG_ARGS_BYTES 96
+#define MORI_MATRIX_PINGPONG_ARGS_BYTES 88
 
 /* Mutations for the verification's own tests (MORI_FAULT a2a.no-barrier / a2a.stale / a2a.overrun). */
 #define MORI_MUTATE_NO_WAIT 1u /* signal the peers but do not wait for them */
@@ -161,7 +152,6 @@ struct MoriMatrixPingpongArgs {
 /* Sizes on both sides; offsets on the host (the runtime compilers have no offsetof), where the same text
  * compiles to the same layout. */
 #ifdef __cplusplus
-static_assert(sizeof(MoriWindowDev) == MORI_WINDOW_DEV_BYTES, "MoriWindowDev");
 static_assert(sizeof(MoriA2aLayout) == MORI_A2A_LAYOUT_BYTES, "MoriA2aLayout: six 64-bit fields");
 static_assert(sizeof(MoriSignalPad) == 4 * (MORI_SIGNAL_PAD_FLAGS_WORD + 1),
               "MoriSignalPad: 32 words, then flags");
@@ -184,12 +174,8 @@ static_assert(__builtin_offsetof(MoriSignalPad, epoch) == 4 * MORI_SIGNAL_PAD_EP
               "MoriSignalPad.epoch");
 static_assert(__builtin_offsetof(MoriSignalPad, flags) == 4 * MORI_SIGNAL_PAD_FLAGS_WORD,
               "MoriSignalPad.flags");
-static_assert(__builtin_offsetof(MoriWindowDev, lsa_base) == 8 &&
-                  __builtin_offsetof(MoriWindowDev, stride) == 16 &&
-                  __builtin_offsetof(MoriWindowDev, size) == 24 &&
-                  __builtin_offsetof(MoriWindowDev, rank) == 28,
-              "MoriWindowDev offsets");
-static_assert(__builtin_offsetof(MoriA2aPushArgs, win) == 8 &&
+static_assert(__builtin_offsetof(MoriA2aPushArgs, stride) == 24 &&
+                  __builtin_offsetof(MoriA2aPushArgs, me) == 36 &&
                   __builtin_offsetof(MoriA2aPushArgs, layout) == 40 &&
                   __builtin_offsetof(MoriA2aPushArgs, blocks_per_peer) == 88 &&
                   __builtin_offsetof(MoriA2aPushArgs, timeout_ns) == 96 &&
@@ -206,24 +192,22 @@ static_assert(__builtin_offsetof(MoriA2aVerifyArgs, layout) == 16 &&
                   __builtin_offsetof(MoriA2aVerifyArgs, epoch) == 64 &&
                   __builtin_offsetof(MoriA2aVerifyArgs, wrong) == 72,
               "MoriA2aVerifyArgs offsets");
-static_assert(__builtin_offsetof(MoriMatrixCopyArgs, idx) == 32 &&
-                  __builtin_offsetof(MoriMatrixCopyArgs, read) == 36 &&
-                  __builtin_offsetof(MoriMatrixCopyArgs, local) == 40 &&
-                  __builtin_offsetof(MoriMatrixCopyArgs, n16) == 48,
+static_assert(__builtin_offsetof(MoriMatrixCopyArgs, idx) == 24 &&
+                  __builtin_offsetof(MoriMatrixCopyArgs, read) == 28 &&
+                  __builtin_offsetof(MoriMatrixCopyArgs, local) == 32 &&
+                  __builtin_offsetof(MoriMatrixCopyArgs, n16) == 40,
               "MoriMatrixCopyArgs offsets");
-static_assert(__builtin_offsetof(MoriMatrixBulkArgs, idx) == 32 &&
-                  __builtin_offsetof(MoriMatrixBulkArgs, local) == 40 &&
-                  __builtin_offsetof(MoriMatrixBulkArgs, bytes) == 48 &&
-                  __builtin_offsetof(MoriMatrixBulkArgs, tile) == 56,
+static_assert(__builtin_offsetof(MoriMatrixBulkArgs, local) == 32 &&
+                  __builtin_offsetof(MoriMatrixBulkArgs, bytes) == 40 &&
+                  __builtin_offsetof(MoriMatrixBulkArgs, tile) == 48,
               "MoriMatrixBulkArgs offsets");
-static_assert(__builtin_offsetof(MoriMatrixPingpongArgs, idx) == 32 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, signal_offset) == 40 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, my_pad) == 48 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, initiator) == 56 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, first_round) == 60 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, rounds) == 64 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, timeout_ns) == 72 &&
-                  __builtin_offsetof(MoriMatrixPingpongArgs, result) == 88,
+static_assert(__builtin_offsetof(MoriMatrixPingpongArgs, signal_offset) == 32 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, my_pad) == 40 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, initiator) == 48 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, first_round) == 52 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, rounds) == 56 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, timeout_ns) == 64 &&
+                  __builtin_offsetof(MoriMatrixPingpongArgs, result) == 80,
               "MoriMatrixPingpongArgs offsets");
 #endif
 #endif

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Device prelude: the few platform differences, so one kernel source compiles with NVRTC and hiprtc, and the
-// peer-address functions of the window (at the end). Prepended to every kernel file by the JIT, after
-// kernels/abi.hip (and hashed into its cache key). No includes: the runtime compilers ship no standard
-// headers.
+// Device prelude: the few platform differences, so one kernel source compiles with NVRTC and hiprtc.
+// Prepended to every kernel file by the JIT (and hashed into its cache key). No includes: the runtime
+// compilers ship no standard headers.
 #pragma once
 
 typedef unsigned int u32;
@@ -259,20 +258,4 @@ __device__ __forceinline__ u32 mori_pattern(u32 src, u32 dst, u64 word, u32 tag)
   x *= 0xc4ceb9fe1a85ec53ull;
   x ^= x >> 33;
   return static_cast<u32>(x) & 0x7fffffffu;
-}
-
-// A peer's slot in the window (kernels/abi.hip MoriWindowDev), one function per addressing model; no kernel
-// forms a peer address otherwise. The pointer array costs a dependent load from the table (through the
-// read-only path) before the first store to that peer; LSA computes the address from the base and the stride.
-// i: the peer's index for the model (MoriWindowDev says which).
-__device__ __forceinline__ char* mori_peer_ptr(const MoriWindowDev& w, int i) {
-  return static_cast<char*>(mori_load_ptr_nc(w.peers + i));
-}
-__device__ __forceinline__ char* mori_peer_lsa(const MoriWindowDev& w, int i) {
-  return w.lsa_base + static_cast<u64>(i) * w.stride;
-}
-// The model as a template argument, for the kernels instantiated for both (kLsa = 1: LSA).
-template <int kLsa>
-__device__ __forceinline__ char* mori_peer(const MoriWindowDev& w, int i) {
-  return kLsa ? mori_peer_lsa(w, i) : mori_peer_ptr(w, i);
 }

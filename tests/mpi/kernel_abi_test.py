@@ -4,7 +4,7 @@
 
 usage: kernel_abi_test.py BIN_DIR KERNEL_DIR ; each case prints PASS/FAIL, exit 1 on any failure.
 
-The JIT prepends kernels/abi.hip and then kernels/prelude.hip to every kernel source, and the cache key hashes that
+The JIT prepends kernels/abi.hip to every kernel source after kernels/prelude.hip, and the cache key hashes that
 whole source (lib/src/jit/jit.cpp Jit::key_of: the source is its first part), so a change to the header must
 change every kernel's key; and the header's compile-time checks must hold inside the JIT as on the host.
 """

@@ -73,12 +73,6 @@ class GpuEngine final : public A2aEngine {
         // Word 0..1: the wrong counter (u64); word 2: the epoch of the launch that timed out (0 = none); word
         // 3 + q: rank q missing in that launch.
         status_(c.rt, 4 * (3 + static_cast<std::size_t>(c.world))) {
-    // The kernels take the team from the window (window_device); the driver's job is that team.
-    const auto lsa = c_.win.lsa();
-    if (lsa.lsa_size != c_.world || lsa.lsa_rank != c_.me)
-      throw Error(ExitCode::runtime, "a2a: the window's team (rank " + std::to_string(lsa.lsa_rank) + " of " +
-                                         std::to_string(lsa.lsa_size) + ") is not the job's (rank " +
-                                         std::to_string(c_.me) + " of " + std::to_string(c_.world) + ")");
     c_.rt.memset_async(status_.p, 0, 4 * (3 + static_cast<std::size_t>(c_.world)), stream_.get());
     sync();
     c_.rt.copy_to_host(&epoch_, epoch_ptr(), sizeof(epoch_));
@@ -113,9 +107,14 @@ class GpuEngine final : public A2aEngine {
   // as enqueued, so the host knows the parity of the next launch.
   void launch_push(const A2aLayout& L, const PushSpec& sp) {
     const auto k = kernel(module_, push_kernel_name(sp));
+    const auto lsa = c_.win.lsa();
     A2aPushArgs a{};
     a.src = src_.p;
-    a.win = window_device(c_.win);
+    a.peers = c_.win.peer_ptrs_device();
+    a.lsa_base = static_cast<char*>(lsa.base);
+    a.stride = lsa.stride;
+    a.world = c_.world;
+    a.me = c_.me;
     a.layout = L;
     a.blocks_per_peer = sp.blocks_per_peer;
     a.timeout_ns = static_cast<std::uint64_t>(c_.timeout_s * 1e9);

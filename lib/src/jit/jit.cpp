@@ -159,11 +159,11 @@ KernelSource Jit::source_of(const KernelSpec& spec) const {
   const std::string dir = kernel_dir();
   if (spec.file.find('/') != std::string::npos) throw UsageError("kernel file names carry no folder");
   KernelSource s;
-  // The ABI shared with the host (kernels/abi.hip), then the prelude (whose peer-address functions take the
-  // ABI's window), then the kernel: all of it is the source the cache key hashes.
-  s.text = "#line 1 \"abi.hip\"\n" + read_file(dir + "/abi.hip", kKernelSource) +
-           "\n#line 1 \"prelude.hip\"\n" + read_file(dir + "/prelude.hip", kKernelSource) + "\n#line 1 \"" +
-           spec.file + "\"\n" + read_file(dir + "/" + spec.file, kKernelSource);
+  // The prelude, then the ABI shared with the host (kernels/abi.hip), then the kernel: all of it is the
+  // source the cache key hashes.
+  s.text = read_file(dir + "/prelude.hip", kKernelSource) + "\n#line 1 \"abi.hip\"\n" +
+           read_file(dir + "/abi.hip", kKernelSource) + "\n#line 1 \"" + spec.file + "\"\n" +
+           read_file(dir + "/" + spec.file, kKernelSource);
   // Headers the sources include from the kernel folder are read here, through the same reader, and handed to
   // the compiler by name: it never opens a file of the kernel folder itself, and they are part of the key.
   std::vector<std::string> pending = quoted_includes(s.text);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The kernels' instantiation names (mori/symm/jit/detail/kernel_abi.hpp), from the names in kernels/abi.hip,
-// and the window as the kernels see it.
+// The kernels' instantiation names (mori/symm/jit/detail/kernel_abi.hpp), from the names in kernels/abi.hip.
 #include "mori/symm/jit/detail/kernel_abi.hpp"
 
 namespace mori::symm::detail {
@@ -9,17 +8,6 @@ std::string flag(bool b) {
   return b ? "1" : "0";
 }
 }  // namespace
-
-WindowDev window_device(const Window& w) {
-  const LsaDescriptor lsa = w.lsa();
-  WindowDev d{};
-  d.peers = w.peer_ptrs_device();
-  d.lsa_base = static_cast<char*>(lsa.base);
-  d.stride = lsa.stride;
-  d.size = lsa.lsa_size;
-  d.rank = lsa.lsa_rank;
-  return d;
-}
 
 KernelName<A2aPushArgs> a2a_push_name(bool lsa, bool sync, int unroll, bool direct, bool evict_first) {
   return {std::string(MORI_KERNEL_NAME(MORI_K_A2A_PUSH)) + "<" + flag(lsa) + ", " + flag(sync) + ", " +

@@ -139,7 +139,9 @@ double read_bandwidth(Ctx& c, int peer, int lsa) {
   // The read direction: 4 loads in flight, plain stores.
   const auto f = detail::kernel(c.gpu->mod, detail::matrix_copy_name(lsa != 0, 4, false));
   detail::MatrixCopyArgs a{};
-  a.win = detail::window_device(c.w);
+  a.peers = c.w.peer_ptrs_device();
+  a.lsa_base = static_cast<char*>(c.w.lsa().base);
+  a.stride = c.w.lsa().stride;
   a.n16 = c.o.bytes / 16;
   a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
   a.read = 1;
@@ -175,7 +177,9 @@ WriteMeasure write_bandwidth(Ctx& c, int peer, int lsa, const WriteChoice& w) {
     return m;
   }
   detail::WriteArgs a;
-  a.win = detail::window_device(c.w);
+  a.peers = const_cast<void**>(c.w.peer_ptrs_device());
+  a.lsa_base = static_cast<char*>(c.w.lsa().base);
+  a.stride = c.w.lsa().stride;
   a.idx = lsa ? c.boot.team_rank_of(peer) : peer;
   a.lsa = lsa;
   a.local = c.scratch.p;
@@ -228,7 +232,9 @@ std::uint64_t gpu_pingpong(Ctx& c, int peer, int lsa, bool initiator, std::uint3
                            std::vector<double>& ns) {
   const auto f = detail::kernel(c.gpu->mod, detail::matrix_pingpong_name(lsa != 0));
   detail::MatrixPingpongArgs a{};
-  a.win = detail::window_device(c.w);
+  a.peers = c.w.peer_ptrs_device();
+  a.lsa_base = static_cast<char*>(c.w.lsa().base);
+  a.stride = c.w.lsa().stride;
   a.signal_offset = c.w.layout().signal_offset;
   a.timeout_ns = static_cast<std::uint64_t>(c.boot.timeout_s() * 1e9);
   a.idx = lsa ? c.boot.team_rank_of(peer) : peer;

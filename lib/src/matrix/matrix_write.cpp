@@ -187,12 +187,14 @@ Json request_json(const WriteKernelOptions& o) {
 void launch_write(Runtime& rt, const KernelModule& mod, const WriteChoice& c, WriteArgs a, Stream s) {
   if (is_bulk(c.kernel)) {
     const auto f = kernel(mod, matrix_bulk_name(a.lsa != 0, c.kernel == WriteKernel::bulk_tma));
-    const MatrixBulkArgs b{a.win, a.idx, a.local, a.bytes, c.tile_bytes};
+    const MatrixBulkArgs b{
+        static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, a.local, a.bytes, c.tile_bytes};
     launch(rt, f, {c.blocks}, {c.threads}, 2 * static_cast<std::size_t>(c.tile_bytes), s, b);
     return;
   }
   const auto f = kernel(mod, matrix_copy_name(a.lsa != 0, c.unroll, c.kernel == WriteKernel::stream));
-  const MatrixCopyArgs k{a.win, a.idx, 0, a.local, a.bytes / 16};
+  const MatrixCopyArgs k{
+      static_cast<void* const*>(a.peers), a.lsa_base, a.stride, a.idx, 0, a.local, a.bytes / 16};
   launch(rt, f, {c.blocks}, {c.threads}, 0, s, k);
 }
 

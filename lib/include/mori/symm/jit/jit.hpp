@@ -46,9 +46,9 @@ struct JitEntryStats {
   std::string image_hash;  // of the code image, to compare what several processes got
 };
 
-// A kernel as the compiler sees it: the ABI (kernels/abi.hip), the prelude and the kernel file in one text,
-// and every header they include (`#include "name"`) from the kernel folder, by name. All of it is read
-// through read_file (files.hpp).
+// A kernel as the compiler sees it: the prelude and the kernel file in one text, and every header they
+// include
+// (`#include "name"`) from the kernel folder, by name. All of it is read through read_file (files.hpp).
 struct KernelSource {
   std::string text;
   std::vector<std::pair<std::string, std::string>> headers;  // include name -> its text

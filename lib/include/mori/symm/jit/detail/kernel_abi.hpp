@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The host's side of the kernel ABI (docs/layout.md "Kernel ABI"): kernels/abi.hip (the window on the
-// device, the layout, the signal pad, the mutation ids, every kernel's launch-argument struct, the kernel
-// names, with their compile-time checks), and the typed launch: names, loaded kernels and launches that carry
-// the kernel's argument type.
+// The host's side of the kernel ABI (docs/layout.md "Kernel ABI"): kernels/abi.hip (the layout, the signal
+// pad, the mutation ids, every kernel's launch-argument struct, the kernel names, with their compile-time
+// checks), and the typed launch: names, loaded kernels and launches that carry the kernel's argument type.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +10,6 @@
 
 #include "mori/symm/jit/jit.hpp"
 #include "mori/symm/platform/runtime.hpp"
-#include "mori/symm/window/window.hpp"
 
 #include "abi.hip"  // kernels/abi.hip: the same file the JIT prepends to every kernel source
 
@@ -20,12 +18,6 @@ namespace mori::symm::detail {
 // The receive layout the kernels read (kernels/abi.hip MoriA2aLayout): one type on both sides.
 using A2aLayout = ::MoriA2aLayout;
 static_assert(sizeof(A2aLayout) == MORI_A2A_LAYOUT_BYTES);
-
-// The window as the kernels see it (kernels/abi.hip MoriWindowDev): the device's pointer array and the LSA
-// descriptor of a rendezvoused window; size and rank are its team's (Window::lsa()).
-using WindowDev = ::MoriWindowDev;
-static_assert(sizeof(WindowDev) == MORI_WINDOW_DEV_BYTES);
-WindowDev window_device(const Window& w);
 
 // Launch arguments: one struct per kernel, defined once in kernels/abi.hip (the kernels take the same struct
 // by value). The host value-initialises them (`A2aPushArgs a{};`).

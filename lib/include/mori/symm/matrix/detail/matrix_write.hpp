@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "mori/symm/base/json.hpp"
-#include "mori/symm/jit/detail/kernel_abi.hpp"
 #include "mori/symm/matrix/matrix.hpp"
 #include "mori/symm/platform/runtime.hpp"
 
@@ -39,8 +38,10 @@ Json request_json(const WriteKernelOptions& o);
 
 // One write launch: o.bytes from `local` to the peer's slot (pointer array or LSA addressing).
 struct WriteArgs {
-  WindowDev win{};  // the window as the kernels see it (window_device)
-  int idx = 0;      // global rank (ptr) or team rank (lsa)
+  void* peers = nullptr;  // the device's pointer array
+  char* lsa_base = nullptr;
+  std::uint64_t stride = 0;
+  int idx = 0;  // global rank (ptr) or team rank (lsa)
   int lsa = 0;
   void* local = nullptr;
   std::uint64_t bytes = 0;
