@@ -8,10 +8,11 @@ followed, component by component, as the tools follow it (resolve): a dangling s
 symlink in a sticky world-writable folder owned by another user (the kernel's protected_symlinks rule) are
 refused. A path that exists and is anything else (a FIFO, a device such as /dev/null, a socket, a folder), a
 name ending in '/', an empty path and a folder that does not exist or cannot be written are usage errors: each
-is checked before any work (check_output_file), so nothing runs and nothing is left behind. The writer (replacing, write_text) writes a
-fresh temporary file in the same folder (created exclusively, links not followed) and renames it over the target
-after checking the target once more: a FIFO or a device swapped in meanwhile is refused, never replaced. A
-replaced file keeps its permission bits; a new one is 0666 less the umask. '-' is stdout where a script says so.
+is checked before any work (check_output_file), so nothing runs and nothing is left behind. The writer
+(replacing, write_text) writes a fresh temporary file in the same folder (created exclusively, links not
+followed) and renames it over the target after checking the target once more: a FIFO or a device swapped in
+meanwhile is refused, never replaced. A replaced file keeps its permission bits; a new one is 0666 less the
+umask. '-' is stdout where a script says so.
 A write the system refuses (ENOSPC, EDQUOT, EIO) is WriteFailed, a system error (exit 3), never "bad input".
 
 An output folder (--out DIR) is a folder, a symlink to one, or a new name whose nearest existing parent is a
@@ -60,12 +61,17 @@ def _untrusted(link_st, name, folder):
         f"'{folder}' of uid {d.st_uid}, which is not followed"
 
 
+def _components(path):
+    """path's names in reverse order (the next one last), without empty ones and '.'."""
+    return [c for c in path.split("/") if c not in ("", ".")][::-1]
+
+
 def resolve(path):
     """(the file an output to path is written to, None) or (None, why path is refused), following symlinks one
     component at a time as the tools do (files.hpp resolve_output_path). OSError on a path the system refuses."""
     if len(path) > 1 and path.endswith("/"):
         return None, "ends in '/', which names a folder"
-    todo = [c for c in path.split("/") if c not in ("", ".")][::-1]
+    todo = _components(path)
     at = "/" if path.startswith("/") else os.getcwd()
     hops, last_from_link = 0, False
     while todo:
@@ -91,7 +97,7 @@ def resolve(path):
         target = os.readlink(nxt)
         at = "/" if target.startswith("/") else at
         last_from_link = last_from_link or not todo
-        todo.extend([c for c in target.split("/") if c not in ("", ".")][::-1])
+        todo.extend(_components(target))
     return at, None
 
 
@@ -109,7 +115,7 @@ def check_output_file(path, option, stdout=False):
     rule = ONLY + (" ('-' = stdout)" if stdout else "")
     try:
         target, why = resolve(path)
-        st = None if why else os.stat(target) if os.path.lexists(target) else None
+        st = os.stat(target) if not why and os.path.lexists(target) else None
     except OSError as e:  # ENOTDIR, ENAMETOOLONG, ELOOP in a folder of the path, EACCES
         raise Usage(f"{where}: {e.strerror or e}")
     if why:
